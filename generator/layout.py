@@ -1,0 +1,36 @@
+"""Shape a freshly rendered project: keep the chosen framework's files, drop the rest.
+
+Standard library only: the post-generation hook imports this module under
+plain cookiecutter, and `gen new` calls it in-process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from pathlib import Path
+
+from generator.options import FRAMEWORKS, Options
+
+# Files only an Ascend job uses; a cuda-only project does not carry them.
+ASCEND_ONLY = ("rank_table_8p.json",)
+
+
+def finalize(project_dir: Path, options: Options) -> None:
+    """Move ``_<framework>/`` over the project root, remove the other overlays,
+    drop target-specific files that do not apply and make the scripts executable."""
+    overlay = project_dir / f"_{options.framework}"
+    for source in sorted(overlay.rglob("*")):
+        if source.is_file():
+            dest = project_dir / source.relative_to(overlay)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            source.replace(dest)
+    for framework in FRAMEWORKS:
+        shutil.rmtree(project_dir / f"_{framework}", ignore_errors=True)
+    if options.target == "cuda":
+        for name in ASCEND_ONLY:
+            (project_dir / name).unlink(missing_ok=True)
+    # Users run ./scripts/run_1p.sh as often as bash scripts/run_1p.sh.
+    for script in [*project_dir.glob("scripts/*.sh"), project_dir / "env.sh"]:
+        if script.is_file():
+            script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

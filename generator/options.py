@@ -1,0 +1,90 @@
+"""Template options: the allowed values and the one validation gen and the hook share.
+
+Standard library only: the pre-generation hook imports this module when the
+template runs under plain ``cookiecutter`` with nothing else installed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+from generator.errors import OptionError
+
+FRAMEWORKS = ("pytorch", "mindspore")
+# Frameworks whose template files exist; the others are refused with a clear line.
+AVAILABLE_FRAMEWORKS = ("pytorch",)
+TARGETS = ("cuda", "ascend", "both")
+PLATFORMS = ("openi", "modelarts", "generic")
+DEVICES_PER_NODE = (1, 2, 4, 8)
+MAX_NODES = 1024
+
+# A directory name that is also safe as a docker image name component, a git
+# repo name and a shell word: no quoting surprises anywhere it travels.
+PROJECT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+PROJECT_RULE = "use 1-64 ASCII letters, digits, '-' or '_', starting with a letter"
+
+
+@dataclass(frozen=True)
+class Options:
+    """One validated set of template options, as typed values."""
+
+    project: str
+    framework: str = "pytorch"
+    target: str = "cuda"
+    platform: str = "openi"
+    devices_per_node: int = 8
+    nnodes: int = 1
+
+    def as_context(self) -> dict[str, str]:
+        """The options as cookiecutter extra context (every value a string)."""
+        return {key: str(value) for key, value in asdict(self).items()}
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    text = str(value)
+    if text not in allowed:
+        raise OptionError(name, f"{text!r} is not allowed; choose one of {', '.join(allowed)}")
+    return text
+
+
+def _integer(name: str, value: object, rule: str) -> int:
+    text = str(value).strip()
+    if not re.fullmatch(r"[0-9]{1,5}", text):
+        raise OptionError(name, f"{str(value)!r} is not a whole number; {rule}")
+    return int(text)
+
+
+def validate(values: Mapping[str, object]) -> Options:
+    """Check raw option values (strings from cookiecutter or the CLI) and type them.
+
+    Raises OptionError naming the first bad option, the value and what is allowed.
+    Keys other than the options (cookiecutter's private ``_`` keys) are ignored.
+    """
+    project = str(values.get("project", ""))
+    if not PROJECT_RE.fullmatch(project):
+        raise OptionError("project", f"{project!r} is not a valid directory name: {PROJECT_RULE}")
+    framework = _choice("framework", values.get("framework", "pytorch"), FRAMEWORKS)
+    if framework not in AVAILABLE_FRAMEWORKS:
+        raise OptionError(
+            "framework",
+            f"{framework} projects are not available yet; choose one of "
+            + ", ".join(AVAILABLE_FRAMEWORKS),
+        )
+    devices_rule = "choose one of " + ", ".join(map(str, DEVICES_PER_NODE))
+    devices = _integer("devices_per_node", values.get("devices_per_node", 8), devices_rule)
+    if devices not in DEVICES_PER_NODE:
+        raise OptionError("devices_per_node", f"{devices} is not allowed; {devices_rule}")
+    nodes_rule = f"use a number from 1 to {MAX_NODES}"
+    nnodes = _integer("nnodes", values.get("nnodes", 1), nodes_rule)
+    if not 1 <= nnodes <= MAX_NODES:
+        raise OptionError("nnodes", f"{nnodes} is out of range; {nodes_rule}")
+    return Options(
+        project=project,
+        framework=framework,
+        target=_choice("target", values.get("target", "cuda"), TARGETS),
+        platform=_choice("platform", values.get("platform", "openi"), PLATFORMS),
+        devices_per_node=devices,
+        nnodes=nnodes,
+    )

@@ -1,0 +1,32 @@
+"""Jinja filters for the template; cookiecutter loads this file from the repo root.
+
+Filters keep logic out of the templates: a value that reaches a shell script is
+quoted here, never pasted raw.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from jinja2 import Environment
+from jinja2.ext import Extension
+
+
+def shell_quote(value: object) -> str:
+    """Quote a value as one shell word (``'it'"'"'s'``), safe in any script."""
+    return shlex.quote(str(value))
+
+
+def py_str(value: object) -> str:
+    """A value as a Python string literal (JSON strings are valid Python literals)."""
+    return json.dumps(str(value))
+
+
+class TrainTemplateExtension(Extension):
+    """Registers the template's filters."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        environment.filters["shell_quote"] = shell_quote
+        environment.filters["py_str"] = py_str

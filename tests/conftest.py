@@ -1,0 +1,35 @@
+"""Shared fixtures: an isolated HOME for every test, and project rendering helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from generator.options import Options
+from generator.project import render
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Cookiecutter writes replay files and reads config under HOME: keep the user's out of it."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("COOKIECUTTER_CONFIG", raising=False)
+    return home
+
+
+RenderProject = Callable[..., Path]
+
+
+@pytest.fixture
+def render_project(tmp_path: Path) -> RenderProject:
+    """Render a project with `gen new`'s library call: ``render_project(framework=...)``."""
+
+    def _render(project: str = "demo", **options: object) -> Path:
+        return render(Options(project=project, **options), tmp_path)  # type: ignore[arg-type]
+
+    return _render

@@ -1,0 +1,123 @@
+"""What users get wrong: one line saying what and what is allowed, non-zero exit, nothing written.
+
+Driven through the real `gen` command and through plain `cookiecutter`, whose
+pre-generation hook runs the same checks.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.project import template_dir
+
+BAD_PROJECTS = ["a b", "it's", '"q"', "$(touch pwned)", "`touch pwned`", "../escape", "-rf",
+                "", "名字", "a/b"]
+
+
+def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+
+
+def cookiecutter(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cookiecutter", "--no-input", str(template_dir()), *args],
+        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for word in words:
+        assert word in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+def _entries(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*")}
+
+
+@pytest.mark.parametrize("project", BAD_PROJECTS)
+def test_gen_new_rejects_bad_project_name(workdir: Path, project: str) -> None:
+    before = _entries(workdir.parent)
+    result = gen("new", "--no-input", "--", project, cwd=workdir)
+    _assert_one_line_error(result, "project", "letters, digits")
+    assert _entries(workdir.parent) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--devices-per-node", "0"], ["devices", "'1', '2', '4', '8'"]),
+        (["--devices-per-node", "3"], ["devices", "'1', '2', '4', '8'"]),
+        (["--devices_per_node", "16"], ["devices", "'1', '2', '4', '8'"]),
+        (["--framework", "tensorflow"], ["framework", "pytorch"]),
+        (["--target", "rocm"], ["target", "cuda"]),
+        (["--platform", "colab"], ["platform", "openi"]),
+        (["--nnodes", "0"], ["nnodes", "1"]),
+        (["--set", "devices_per_node=3"], ["devices_per_node", "1, 2, 4, 8"]),
+        (["--set", "colour=blue"], ["colour", "known options"]),
+        (["--set", "novalue"], ["--set", "KEY=VALUE"]),
+    ],
+)
+def test_gen_new_rejects_bad_options(workdir: Path, args: list[str], words: list[str]) -> None:
+    result = gen("new", "demo", "--no-input", *args, cwd=workdir)
+    _assert_one_line_error(result, *words)
+    assert not (workdir / "demo").exists()
+
+
+def test_gen_new_leaves_an_existing_directory_untouched(workdir: Path) -> None:
+    existing = workdir / "demo"
+    existing.mkdir()
+    (existing / "precious.txt").write_text("keep me")
+    result = gen("new", "demo", "--no-input", cwd=workdir)
+    _assert_one_line_error(result, "already exists")
+    assert _entries(existing) == {"precious.txt"}
+    assert (existing / "precious.txt").read_text() == "keep me"
+
+
+def test_gen_new_creates_a_project(workdir: Path) -> None:
+    result = gen("new", "demo", "--no-input", "--target", "both", "-o", "out", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "out" / "demo" / "train.py").is_file()
+    assert "created" in result.stdout
+
+
+@pytest.mark.parametrize("project", ["a b", "$(touch pwned)", "`touch pwned`", "../escape", "-rf"])
+def test_plain_cookiecutter_hook_rejects_bad_project(workdir: Path, project: str) -> None:
+    before = _entries(workdir.parent)
+    result = cookiecutter(f"project={project}", cwd=workdir)
+    assert result.returncode != 0
+    assert "error: project: " in result.stderr
+    assert _entries(workdir.parent) == before
+
+
+def test_plain_cookiecutter_hook_rejects_unavailable_framework(workdir: Path) -> None:
+    result = cookiecutter("framework=mindspore", cwd=workdir)
+    assert result.returncode != 0
+    assert "error: framework: " in result.stderr
+    assert list(workdir.iterdir()) == []
+
+
+def test_plain_cookiecutter_renders_the_default_project(workdir: Path) -> None:
+    result = cookiecutter(cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    project = workdir / "mnist-lenet"
+    assert (project / "train.py").is_file()
+    assert not list(project.glob("_*"))

@@ -1,0 +1,69 @@
+"""Option validation: what is allowed, and the one line said about what is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.errors import OptionError
+from generator.options import Options, validate
+
+GOOD = {
+    "project": "mnist-lenet",
+    "framework": "pytorch",
+    "target": "ascend",
+    "platform": "modelarts",
+    "devices_per_node": "4",
+    "nnodes": "2",
+}
+
+
+def test_valid_values_are_typed() -> None:
+    options = validate(GOOD)
+    assert options == Options("mnist-lenet", "pytorch", "ascend", "modelarts", 4, 2)
+    assert options.as_context()["devices_per_node"] == "4"
+
+
+def test_private_keys_are_ignored() -> None:
+    assert validate({**GOOD, "_template": "x", "__data_url": "/dataset"}).project == "mnist-lenet"
+
+
+@pytest.mark.parametrize(
+    "project",
+    ["", "a b", "it's", '"q"', "$(touch x)", "`id`", "../up", "a/b", "-rf", "名字", "1st",
+     "x" * 65, "tab\tname", "new\nline"],
+)
+def test_bad_project_names(project: str) -> None:
+    with pytest.raises(OptionError) as err:
+        validate({**GOOD, "project": project})
+    message = str(err.value)
+    assert message.startswith("project: ")
+    assert "letters, digits" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("framework", "tensorflow", "pytorch, mindspore"),
+        ("target", "rocm", "cuda, ascend, both"),
+        ("platform", "colab", "openi, modelarts, generic"),
+        ("devices_per_node", "0", "1, 2, 4, 8"),
+        ("devices_per_node", "3", "1, 2, 4, 8"),
+        ("devices_per_node", "16", "1, 2, 4, 8"),
+        ("devices_per_node", "eight", "1, 2, 4, 8"),
+        ("nnodes", "0", "1 to 1024"),
+        ("nnodes", "-1", "1 to 1024"),
+        ("nnodes", "1.5", "1 to 1024"),
+        ("nnodes", "2000", "1 to 1024"),
+    ],
+)
+def test_bad_choices_name_what_is_allowed(key: str, value: str, allowed: str) -> None:
+    with pytest.raises(OptionError) as err:
+        validate({**GOOD, key: value})
+    assert str(err.value).startswith(f"{key}: ")
+    assert allowed in str(err.value)
+    assert err.value.option == key
+
+
+def test_option_error_exit_code_is_usage() -> None:
+    assert OptionError("x", "y").exit_code == 2

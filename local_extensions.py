@@ -12,6 +12,10 @@ import shlex
 from jinja2 import Environment
 from jinja2.ext import Extension
 
+# Cookiecutter puts the repo root on sys.path while it renders; the wheel
+# installs the same package. Both give the code `gen ranktable` runs.
+from generator import ranktable
+
 
 def shell_quote(value: object) -> str:
     """Quote a value as one shell word (``'it'"'"'s'``), safe in any script."""
@@ -23,6 +27,11 @@ def py_str(value: object) -> str:
     return json.dumps(str(value))
 
 
+def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
+    """An example HCCL rank table (placeholder addresses) as JSON text."""
+    return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
+
+
 class TrainTemplateExtension(Extension):
     """Registers the template's filters."""
 
@@ -30,3 +39,4 @@ class TrainTemplateExtension(Extension):
         super().__init__(environment)
         environment.filters["shell_quote"] = shell_quote
         environment.filters["py_str"] = py_str
+        environment.filters["rank_table"] = rank_table

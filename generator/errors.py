@@ -12,6 +12,10 @@ class GenError(Exception):
 
     exit_code = 1
 
+    def lines(self) -> list[str]:
+        """What the CLI prints, one ``error:`` line each."""
+        return [str(self)]
+
 
 class OptionError(GenError):
     """Raised when a template option is invalid: the message names the option,
@@ -34,3 +38,18 @@ class OutputExists(GenError):
 
 class RenderError(GenError):
     """Raised when cookiecutter fails to render the template (a hook or a Jinja error)."""
+
+
+class RankTableInvalid(GenError):
+    """Raised when a rank table (or what it is built from) breaks a rule; one problem a line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+    def lines(self) -> list[str]:
+        return list(self.problems)
+
+
+class FileExists(GenError):
+    """Raised when an output file exists and --force was not given (it is left untouched)."""

@@ -14,8 +14,13 @@ from generator.options import Options, validate
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # What the template is made of, at the repo root and inside the wheel (pyproject.toml).
-REPO_ROOT_MARKERS = ("cookiecutter.json", "local_extensions.py", "hooks", "{{cookiecutter.project}}",
-                     "images")
+REPO_ROOT_MARKERS = (
+    "cookiecutter.json",
+    "local_extensions.py",
+    "hooks",
+    "{{cookiecutter.project}}",
+    "images",
+)
 
 
 def template_dir() -> Path:

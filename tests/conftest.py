@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Cookiecutter writes replay files and reads config under HOME: keep the user's out of it."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))

@@ -22,8 +22,10 @@ def cli(debug: bool) -> None:
 
 def _register() -> None:
     from generator.cli.new import new
+    from generator.cli.ranktable import ranktable
 
     cli.add_command(new)
+    cli.add_command(ranktable)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,5 +46,6 @@ def main(argv: list[str] | None = None) -> None:
     except GenError as err:
         if _state["debug"]:
             raise
-        click.echo(f"error: {err}", err=True)
+        for line in err.lines():
+            click.echo(f"error: {line}", err=True)
         sys.exit(err.exit_code)

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from generator.options import AVAILABLE_FRAMEWORKS, DEVICES_PER_NODE, PLATFORMS, TARGETS, Options
+from generator import ranktable
 from generator.project import render
 
 BIN = Path(sys.executable).parent
@@ -64,6 +65,11 @@ def test_rendered_cleanly(matrix: dict[Options, Path], options: Options) -> None
     assert (project / "scripts" / "run_1p.sh").is_file()
     assert (project / "scripts" / "run_8p.sh").is_file()
     assert os.access(project / "scripts" / "run_8p.sh", os.X_OK)
+    table_file = project / "rank_table_8p.json"
+    assert table_file.exists() == (options.target != "cuda")
+    if table_file.exists():
+        table = ranktable.load(table_file)
+        assert table.rank_size == options.devices_per_node * options.nnodes
 
 
 def test_every_script_passes_shellcheck(matrix: dict[Options, Path]) -> None:

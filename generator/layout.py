@@ -27,6 +27,11 @@ def finalize(project_dir: Path, options: Options) -> None:
             source.replace(dest)
     for framework in FRAMEWORKS:
         shutil.rmtree(project_dir / f"_{framework}", ignore_errors=True)
+    # Kept without its dot in the template: a real .gitignore there would hide
+    # the template's own files (the sample data) from this repo's git.
+    gitignore = project_dir / "gitignore"
+    if gitignore.is_file():
+        gitignore.replace(project_dir / ".gitignore")
     if options.target == "cuda":
         for name in ASCEND_ONLY:
             (project_dir / name).unlink(missing_ok=True)

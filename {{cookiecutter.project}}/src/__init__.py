@@ -1,0 +1,1 @@
+"""{{ cookiecutter.project }}: LeNet on MNIST-format data for CPU, CUDA and Ascend."""

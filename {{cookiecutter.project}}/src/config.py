@@ -1,0 +1,184 @@
+"""Training options: code defaults, overridden by config.yaml, overridden by command-line flags."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from src.errors import ConfigError
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
+DEVICE_TARGETS = ("auto", "cpu", "cuda", "npu")
+# The names OpenI, ModelArts and MindSpore use for the same targets.
+DEVICE_ALIASES = {"gpu": "cuda", "ascend": "npu"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The options of one training run."""
+
+    data_url: Path = Path("data")
+    train_url: Path = Path("output")
+    dataset_name: str | None = None
+    device_target: str = "auto"
+    epoch_size: int = 10
+    batch_size: int = 64
+    lr: float = 0.02
+    momentum: float = 0.9
+    seed: int = 0
+    resume: Path | None = None
+    smoke: bool = False
+    config_path: Path = DEFAULT_CONFIG
+    # Flags the platform added that this script does not use (logged once).
+    ignored_args: tuple[str, ...] = ()
+
+    @property
+    def data_dir(self) -> Path:
+        """Where the dataset is: OpenI mounts each of several datasets under its name."""
+        return self.data_url / self.dataset_name if self.dataset_name else self.data_url
+
+    @property
+    def output_dir(self) -> Path:
+        """Where checkpoints and the run record go."""
+        return self.train_url
+
+    def hparams(self) -> dict[str, Any]:
+        """The options as JSON values, for the run record."""
+        values = asdict(self)
+        del values["ignored_args"]
+        return {key: str(v) if isinstance(v, Path) else v for key, v in values.items()}
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits by itself; raise instead, so that every
+    # user error reaches train.py's one-line report.
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see --help)")
+
+
+def _device_target(text: str) -> str:
+    target = DEVICE_ALIASES.get(text.lower(), text.lower())
+    if target not in DEVICE_TARGETS:
+        raise argparse.ArgumentTypeError(
+            f"unknown device target {text!r}; choose one of {', '.join(DEVICE_TARGETS)}"
+        )
+    return target
+
+
+def _parse(text: str, kind: type[int] | type[float]) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        noun = "whole number" if kind is int else "number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = int(_parse(text, int))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _parse(text, float)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def _momentum(text: str) -> float:
+    value = _parse(text, float)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be in [0, 1)")
+    return value
+
+
+def _whole(text: str) -> int:
+    return int(_parse(text, int))
+
+
+# The options config.yaml and the flags share: name -> (converter, help).
+OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "data_url": (Path, "dataset directory (the platform's input path)"),
+    "train_url": (Path, "output directory for checkpoints and the run record"),
+    "dataset_name": (str, "read the data from <data_url>/<dataset_name> (OpenI multi-dataset)"),
+    "device_target": (_device_target, "auto, cpu, cuda or npu"),
+    "epoch_size": (_positive_int, "number of epochs"),
+    "batch_size": (_positive_int, "samples per step on each device"),
+    "lr": (_positive_float, "learning rate"),
+    "momentum": (_momentum, "SGD momentum"),
+    "seed": (_whole, "seed of the weight init and the data order"),
+    "resume": (Path, "checkpoint to continue from"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; every flag defaults to None, meaning 'keep the YAML value'."""
+    # allow_abbrev=False: a platform's --data must not be taken for --data_url.
+    parser = _Parser(description="Train LeNet on MNIST.", allow_abbrev=False)
+    parser.add_argument(
+        "--config_path",
+        type=Path,
+        help=f"YAML file of options (default: {DEFAULT_CONFIG.name} next to train.py)",
+    )
+    for name, (convert, text) in OPTIONS.items():
+        parser.add_argument(f"--{name}", type=convert, help=text)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=None,
+        help="a few steps on synthetic data, to check a setup",
+    )
+    return parser
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    """The options in a YAML file, converted as their flags are; relative paths resolved
+    against the file's directory, so that the project runs from any directory."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from err
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping of option: value")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in OPTIONS:
+            raise ConfigError(f"{path}: unknown option {key!r}; known: {', '.join(OPTIONS)}")
+        if value is None:
+            continue
+        try:
+            # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
+            values[key] = OPTIONS[key][0](str(value))
+        except argparse.ArgumentTypeError as err:
+            raise ConfigError(f"{path}: {key}: {err}") from err
+        if isinstance(values[key], Path) and not values[key].is_absolute():
+            values[key] = path.parent / values[key]
+    return values
+
+
+def parse_config(argv: Sequence[str] | None = None) -> Config:
+    """Parse argv (default: sys.argv[1:]) over config.yaml over the code defaults.
+
+    --smoke trains one epoch unless --epoch_size is given. Flags this script
+    does not know, such as the --multi_data_url or --init_method that OpenI
+    and ModelArts add, are kept in ignored_args instead of failing the job.
+    """
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    config_path = args.config_path or DEFAULT_CONFIG
+    values = _read_yaml(config_path)
+    values.update({key: v for key, v in vars(args).items() if v is not None})
+    values["config_path"] = config_path
+    if args.smoke and args.epoch_size is None:
+        # A smoke run checks the plumbing: one epoch unless asked for more.
+        values["epoch_size"] = 1
+    return replace(Config(), **values, ignored_args=tuple(unknown))

@@ -1,0 +1,36 @@
+"""Fixtures for the training tests: the digits on disk and one rendered PyTorch project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.options import Options
+from generator.project import render
+from generator.sample_data import write_sample_dataset
+
+
+@pytest.fixture(scope="session")
+def digits_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample digits as uncompressed idx files in OpenI's train/ and test/ layout.
+
+    Uncompressed on purpose: the shipped copy (.gz) is what pytorch_project reads.
+    """
+    root = tmp_path_factory.mktemp("digits")
+    write_sample_dataset(root, gz=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def pytorch_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A PyTorch project for a generic machine, rendered once: its ./data holds the digits.
+
+    Tests share it read-only: each run writes into its own --train_url.
+    """
+    # Session-scoped, so the autouse isolated HOME does not apply yet: set one here.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
+        options = Options(project="demo", framework="pytorch", platform="generic")
+        return render(options, tmp_path_factory.mktemp("project"))

@@ -35,9 +35,7 @@ def main() -> None:
         work = Path(tmp)
         for i in range(args.runs + 1):
             gen = _time([str(BIN / "gen"), "new", f"g{i}", "--no-input"], work)
-            cc = _time(
-                [str(BIN / "cookiecutter"), "--no-input", str(REPO), f"project=c{i}"], work
-            )
+            cc = _time([str(BIN / "cookiecutter"), "--no-input", str(REPO), f"project=c{i}"], work)
             if i:  # the first pair warms the file cache
                 gen_times.append(gen)
                 cc_times.append(cc)
@@ -47,8 +45,10 @@ def main() -> None:
     print(f"{'gen new --no-input':<28}{gen_median:>10.3f}{min(gen_times):>10.3f}")
     print(f"{'cookiecutter --no-input':<28}{cc_median:>10.3f}{min(cc_times):>10.3f}")
     ratio = gen_median / cc_median
-    print(f"ratio gen/cookiecutter: {ratio:.2f}x (target <= 1.1x); "
-          f"gen median {gen_median:.3f} s (target <= 0.3 s)")
+    print(
+        f"ratio gen/cookiecutter: {ratio:.2f}x (target <= 1.1x); "
+        f"gen median {gen_median:.3f} s (target <= 0.3 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -51,5 +51,21 @@ class RankTableInvalid(GenError):
         return list(self.problems)
 
 
+class CatalogError(GenError):
+    """Raised when the base-image catalogue (images/) cannot be read or breaks a rule,
+    or when no entry fits the requested target, framework, Python or version.
+
+    Each problem is one line: it names the failing field, or says what does not fit
+    and the nearest valid choice.
+    """
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+    def lines(self) -> list[str]:
+        return list(self.problems)
+
+
 class FileExists(GenError):
     """Raised when an output file exists and --force was not given (it is left untouched)."""

@@ -135,9 +135,7 @@ def generate_from_hccn(server_ip: str, device_ids: Sequence[int], hccn_conf: str
     addresses = read_hccn_conf(hccn_conf)
     missing = [str(d) for d in device_ids if d not in addresses]
     if missing:
-        raise RankTableError(
-            [f"hccn.conf: no address_N line for device(s) {', '.join(missing)}"]
-        )
+        raise RankTableError([f"hccn.conf: no address_N line for device(s) {', '.join(missing)}"])
     return generate(server_ip, device_ids, [addresses[d] for d in device_ids])
 
 

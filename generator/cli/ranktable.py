@@ -14,7 +14,10 @@ from generator import ranktable as rt
 from generator.errors import FileExists, RankTableInvalid
 
 OUTPUT = click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
     help="File to write.",
 )
 FORCE = click.option("--force", is_flag=True, help="Replace the output file if it exists.")
@@ -49,7 +52,8 @@ def ranktable() -> None:
 @click.option("--devices", default="0-7", show_default=True, help="Device ids: 0-7, 0,1,2,3 ...")
 @click.option("--device-ips", help="Comma-separated device NIC IPs, one per device.")
 @click.option(
-    "--hccn-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    "--hccn-conf",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Read device IPs from address_N= lines (default /etc/hccn.conf).",
 )
 @OUTPUT

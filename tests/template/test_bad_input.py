@@ -14,21 +14,37 @@ import pytest
 
 from generator.project import template_dir
 
-BAD_PROJECTS = ["a b", "it's", '"q"', "$(touch pwned)", "`touch pwned`", "../escape", "-rf",
-                "", "名字", "a/b"]
+BAD_PROJECTS = [
+    "a b",
+    "it's",
+    '"q"',
+    "$(touch pwned)",
+    "`touch pwned`",
+    "../escape",
+    "-rf",
+    "",
+    "名字",
+    "a/b",
+]
 
 
 def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "generator", *args],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
 
 
 def cookiecutter(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cookiecutter", "--no-input", str(template_dir()), *args],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
 
 

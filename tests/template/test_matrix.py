@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.options import AVAILABLE_FRAMEWORKS, DEVICES_PER_NODE, PLATFORMS, TARGETS, Options
 from generator import ranktable
+from generator.options import AVAILABLE_FRAMEWORKS, DEVICES_PER_NODE, PLATFORMS, TARGETS, Options
 from generator.project import render
 
 BIN = Path(sys.executable).parent
@@ -62,6 +62,7 @@ def test_rendered_cleanly(matrix: dict[Options, Path], options: Options) -> None
         if path.suffix in (".yaml", ".yml"):
             yaml.safe_load(text)
     assert (project / "train.py").is_file()
+    assert (project / ".gitignore").is_file() and not (project / "gitignore").exists()
     assert (project / "scripts" / "run_1p.sh").is_file()
     assert (project / "scripts" / "run_8p.sh").is_file()
     assert os.access(project / "scripts" / "run_8p.sh", os.X_OK)

@@ -15,8 +15,18 @@ def test_wheel_carries_the_template_and_gen_new_works_from_it(tmp_path: Path) ->
     repo = template_dir()
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(wheels), str(repo)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(repo),
+        ],
         check=True,
     )
     (wheel,) = wheels.glob("train_template-*.whl")
@@ -41,12 +51,19 @@ def test_wheel_carries_the_template_and_gen_new_works_from_it(tmp_path: Path) ->
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
         [sys.executable, "-c", "import generator.project as p; print(p.template_dir())"],
-        cwd=work, env=env, capture_output=True, text=True, check=True,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert result.stdout.strip() == str(site / "generator" / "_template")
     result = subprocess.run(
         [sys.executable, "-m", "generator", "new", "demo", "--no-input", "--target", "ascend"],
-        cwd=work, env=env, capture_output=True, text=True,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert (work / "demo" / "train.py").is_file()

@@ -29,8 +29,22 @@ def test_private_keys_are_ignored() -> None:
 
 @pytest.mark.parametrize(
     "project",
-    ["", "a b", "it's", '"q"', "$(touch x)", "`id`", "../up", "a/b", "-rf", "名字", "1st",
-     "x" * 65, "tab\tname", "new\nline"],
+    [
+        "",
+        "a b",
+        "it's",
+        '"q"',
+        "$(touch x)",
+        "`id`",
+        "../up",
+        "a/b",
+        "-rf",
+        "名字",
+        "1st",
+        "x" * 65,
+        "tab\tname",
+        "new\nline",
+    ],
 )
 def test_bad_project_names(project: str) -> None:
     with pytest.raises(OptionError) as err:

@@ -50,8 +50,10 @@ def test_merge_renumbers_ranks_in_argument_order() -> None:
 
 @pytest.mark.parametrize("spec", ["0-7", "0,1,2,3", "4-5,6,7", "3"])
 def test_parse_device_ids(spec: str) -> None:
-    assert rt.parse_device_ids(spec) == {"0-7": list(range(8)), "0,1,2,3": [0, 1, 2, 3],
-                                         "4-5,6,7": [4, 5, 6, 7], "3": [3]}[spec]
+    assert (
+        rt.parse_device_ids(spec)
+        == {"0-7": list(range(8)), "0,1,2,3": [0, 1, 2, 3], "4-5,6,7": [4, 5, 6, 7], "3": [3]}[spec]
+    )
 
 
 @pytest.mark.parametrize("spec", ["", "a-b", "7-0", "0..7"])
@@ -69,38 +71,74 @@ BROKEN: list[tuple[str, Edit, str]] = [
     ("version", lambda t: t.update(version="2.0"), "version: must be '1.0'"),
     ("status", lambda t: t.update(status="pending"), "status: must be 'completed'"),
     ("server_count mismatch", lambda t: t.update(server_count="2"), "server_count: says 2"),
-    ("server_count not a number", lambda t: t.update(server_count="one"),
-     "server_count: 'one' is not a whole number"),
+    (
+        "server_count not a number",
+        lambda t: t.update(server_count="one"),
+        "server_count: 'one' is not a whole number",
+    ),
     ("server_count as int", lambda t: t.update(server_count=1), "server_count: must be a string"),
     ("no servers", lambda t: t.update(server_list=[]), "server_list: must be a non-empty list"),
-    ("duplicate server", lambda t: t.update(
-        server_list=t["server_list"] + copy.deepcopy(t["server_list"]), server_count="2"),
-     "server_list[1].server_id: '10.0.0.1' appears twice"),
-    ("device_id out of range", lambda t: _dev(t, 7).update(device_id="8"),
-     "server_list[0].device[7].device_id: 8 is out of range 0-7"),
-    ("device_id duplicate", lambda t: _dev(t, 1).update(device_id="0"),
-     "server_list[0].device[1].device_id: 0 appears twice"),
-    ("device_id as int", lambda t: _dev(t).update(device_id=0),
-     "server_list[0].device[0].device_id: must be a string"),
-    ("three devices",
-     lambda t: t["server_list"][0].update(device=t["server_list"][0]["device"][:3]),
-     "server_list[0].device: 3 devices; a server uses 1, 2, 4 or 8"),
-    ("four across groups", lambda t: t["server_list"][0].update(
-        device=t["server_list"][0]["device"][2:6]), "cross the 0-3 / 4-7 groups"),
-    ("bad ipv4", lambda t: _dev(t, 2).update(device_ip="192.168.1.300"),
-     "server_list[0].device[2].device_ip: '192.168.1.300' is not a valid IPv4 or IPv6"),
+    (
+        "duplicate server",
+        lambda t: t.update(
+            server_list=t["server_list"] + copy.deepcopy(t["server_list"]), server_count="2"
+        ),
+        "server_list[1].server_id: '10.0.0.1' appears twice",
+    ),
+    (
+        "device_id out of range",
+        lambda t: _dev(t, 7).update(device_id="8"),
+        "server_list[0].device[7].device_id: 8 is out of range 0-7",
+    ),
+    (
+        "device_id duplicate",
+        lambda t: _dev(t, 1).update(device_id="0"),
+        "server_list[0].device[1].device_id: 0 appears twice",
+    ),
+    (
+        "device_id as int",
+        lambda t: _dev(t).update(device_id=0),
+        "server_list[0].device[0].device_id: must be a string",
+    ),
+    (
+        "three devices",
+        lambda t: t["server_list"][0].update(device=t["server_list"][0]["device"][:3]),
+        "server_list[0].device: 3 devices; a server uses 1, 2, 4 or 8",
+    ),
+    (
+        "four across groups",
+        lambda t: t["server_list"][0].update(device=t["server_list"][0]["device"][2:6]),
+        "cross the 0-3 / 4-7 groups",
+    ),
+    (
+        "bad ipv4",
+        lambda t: _dev(t, 2).update(device_ip="192.168.1.300"),
+        "server_list[0].device[2].device_ip: '192.168.1.300' is not a valid IPv4 or IPv6",
+    ),
     ("bad ip text", lambda t: _dev(t, 2).update(device_ip="npu0"), "is not a valid IPv4 or IPv6"),
-    ("duplicate ip", lambda t: _dev(t, 5).update(device_ip=IPS[0]),
-     "server_list[0].device[5].device_ip: 192.168.100.101 is also used by "
-     "server_list[0].device[0]"),
-    ("duplicate rank", lambda t: _dev(t, 4).update(rank_id="3"),
-     "server_list[0].device[4].rank_id: 3 is also used by server_list[0].device[3]"),
+    (
+        "duplicate ip",
+        lambda t: _dev(t, 5).update(device_ip=IPS[0]),
+        "server_list[0].device[5].device_ip: 192.168.100.101 is also used by "
+        "server_list[0].device[0]",
+    ),
+    (
+        "duplicate rank",
+        lambda t: _dev(t, 4).update(rank_id="3"),
+        "server_list[0].device[4].rank_id: 3 is also used by server_list[0].device[3]",
+    ),
     ("rank gap", lambda t: _dev(t, 7).update(rank_id="9"), "rank_id: must run 0..7 without gaps"),
     ("negative rank", lambda t: _dev(t, 0).update(rank_id="-1"), "'-1' is not a whole number"),
-    ("device not object", lambda t: t["server_list"][0]["device"].__setitem__(0, "0"),
-     "server_list[0].device[0]: must be an object"),
-    ("missing device list", lambda t: t["server_list"][0].pop("device"),
-     "server_list[0].device: must be a non-empty list"),
+    (
+        "device not object",
+        lambda t: t["server_list"][0]["device"].__setitem__(0, "0"),
+        "server_list[0].device[0]: must be an object",
+    ),
+    (
+        "missing device list",
+        lambda t: t["server_list"][0].pop("device"),
+        "server_list[0].device: must be a non-empty list",
+    ),
 ]
 
 
@@ -148,29 +186,68 @@ def test_example_tables_are_valid_for_every_size() -> None:
 
 
 def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator", "ranktable", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", "ranktable", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_cli_generate_merge_check(tmp_path: Path) -> None:
     (tmp_path / "hccn.conf").write_text(HCCN)
-    assert gen("generate", "--server-ip", "10.0.0.1", "--devices", "0-3", "--hccn-conf",
-               "hccn.conf", "-o", "a.json", cwd=tmp_path).returncode == 0
-    assert gen("generate", "--server-ip", "10.0.0.2", "--devices", "4-7", "--device-ips",
-               "10.9.0.1,10.9.0.2,10.9.0.3,10.9.0.4", "-o", "b.json", cwd=tmp_path).returncode == 0
+    assert (
+        gen(
+            "generate",
+            "--server-ip",
+            "10.0.0.1",
+            "--devices",
+            "0-3",
+            "--hccn-conf",
+            "hccn.conf",
+            "-o",
+            "a.json",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    assert (
+        gen(
+            "generate",
+            "--server-ip",
+            "10.0.0.2",
+            "--devices",
+            "4-7",
+            "--device-ips",
+            "10.9.0.1,10.9.0.2,10.9.0.3,10.9.0.4",
+            "-o",
+            "b.json",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
     result = gen("merge", "a.json", "b.json", "-o", "all.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     result = gen("check", "all.json", cwd=tmp_path)
     assert result.returncode == 0
-    assert result.stdout.strip() == ("rank table 1.0: 2 server(s), 8 rank(s): "
-                                     "10.0.0.1 (4), 10.0.0.2 (4)")
+    assert result.stdout.strip() == (
+        "rank table 1.0: 2 server(s), 8 rank(s): 10.0.0.1 (4), 10.0.0.2 (4)"
+    )
     assert json.loads((tmp_path / "all.json").read_text())["server_count"] == "2"
 
 
 def test_cli_refuses_to_overwrite_and_reports_each_problem(tmp_path: Path) -> None:
     (tmp_path / "t.json").write_text(good_text := rt.RankTable(rt.validate(good()).servers).dumps())
-    result = gen("generate", "--server-ip", "10.0.0.1", "--device-ips", ",".join(IPS),
-                 "-o", "t.json", cwd=tmp_path)
+    result = gen(
+        "generate",
+        "--server-ip",
+        "10.0.0.1",
+        "--device-ips",
+        ",".join(IPS),
+        "-o",
+        "t.json",
+        cwd=tmp_path,
+    )
     assert result.returncode == 1
     assert result.stderr.strip() == (
         "error: t.json exists; pass --force to replace it (nothing was written)"
@@ -193,7 +270,11 @@ def test_standalone_script_checks_like_gen(tmp_path: Path) -> None:
     script = tmp_path / "rank_table.py"
     script.write_text(Path(rt.__file__).read_text())
     (tmp_path / "t.json").write_text(rt.example(8).dumps())
-    result = subprocess.run([sys.executable, "-I", str(script), "check", "t.json"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-I", str(script), "check", "t.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert "8 rank(s)" in result.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 from jinja2 import Environment
 from jinja2.ext import Extension
@@ -32,6 +33,12 @@ def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
     return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
 
 
+def module_source(name: object) -> str:
+    """The text of one of generator's stdlib-only modules, to ship it in a project unchanged."""
+    modules = {"ranktable": ranktable}
+    return Path(modules[str(name)].__file__).read_text(encoding="utf-8").rstrip("\n")
+
+
 class TrainTemplateExtension(Extension):
     """Registers the template's filters."""
 
@@ -40,3 +47,4 @@ class TrainTemplateExtension(Extension):
         environment.filters["shell_quote"] = shell_quote
         environment.filters["py_str"] = py_str
         environment.filters["rank_table"] = rank_table
+        environment.filters["module_source"] = module_source

@@ -13,7 +13,9 @@ from pathlib import Path
 from generator.options import FRAMEWORKS, Options
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
-ASCEND_ONLY = ("rank_table_8p.json",)
+ASCEND_ONLY = ("rank_table_8p.json", "scripts/rank_table.py")
+# A MindSpore project carries the training loop it was generated with, not both.
+MS_LOOP_FILES = {"model": "src/model_loop.py", "custom": "src/custom_loop.py"}
 
 
 def finalize(project_dir: Path, options: Options) -> None:
@@ -32,6 +34,10 @@ def finalize(project_dir: Path, options: Options) -> None:
     gitignore = project_dir / "gitignore"
     if gitignore.is_file():
         gitignore.replace(project_dir / ".gitignore")
+    if options.framework == "mindspore":
+        for loop, name in MS_LOOP_FILES.items():
+            if loop != options.ms_train_loop:
+                (project_dir / name).unlink(missing_ok=True)
     if options.target == "cuda":
         for name in ASCEND_ONLY:
             (project_dir / name).unlink(missing_ok=True)

@@ -14,10 +14,13 @@ from generator.errors import OptionError
 
 FRAMEWORKS = ("pytorch", "mindspore")
 # Frameworks whose template files exist; the others are refused with a clear line.
-AVAILABLE_FRAMEWORKS = ("pytorch",)
+AVAILABLE_FRAMEWORKS = ("pytorch", "mindspore")
 TARGETS = ("cuda", "ascend", "both")
 PLATFORMS = ("openi", "modelarts", "generic")
 DEVICES_PER_NODE = (1, 2, 4, 8)
+# MindSpore's training loop: Model.train with callbacks and data sink, or a
+# hand-written value_and_grad loop. PyTorch projects ignore it.
+MS_TRAIN_LOOPS = ("model", "custom")
 MAX_NODES = 1024
 
 # A directory name that is also safe as a docker image name component, a git
@@ -36,6 +39,7 @@ class Options:
     platform: str = "openi"
     devices_per_node: int = 8
     nnodes: int = 1
+    ms_train_loop: str = "model"
 
     def as_context(self) -> dict[str, str]:
         """The options as cookiecutter extra context (every value a string)."""
@@ -87,4 +91,7 @@ def validate(values: Mapping[str, object]) -> Options:
         platform=_choice("platform", values.get("platform", "openi"), PLATFORMS),
         devices_per_node=devices,
         nnodes=nnodes,
+        ms_train_loop=_choice(
+            "ms_train_loop", values.get("ms_train_loop", "model"), MS_TRAIN_LOOPS
+        ),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from generator.errors import OptionError
-from generator.options import DEVICES_PER_NODE, FRAMEWORKS, PLATFORMS, TARGETS
+from generator.options import DEVICES_PER_NODE, FRAMEWORKS, MS_TRAIN_LOOPS, PLATFORMS, TARGETS
 
 
 def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -35,6 +35,13 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--nnodes", type=click.IntRange(1), help="Number of nodes.")
 @click.option(
+    "--ms-train-loop",
+    "--ms_train_loop",
+    "ms_train_loop",
+    type=click.Choice(MS_TRAIN_LOOPS),
+    help="MindSpore loop: Model.train (model) or value_and_grad (custom).",
+)
+@click.option(
     "-o",
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -51,6 +58,7 @@ def new(
     platform: str | None,
     devices_per_node: str | None,
     nnodes: int | None,
+    ms_train_loop: str | None,
     output_dir: Path,
     no_input: bool,
     set_pairs: tuple[str, ...],
@@ -65,6 +73,7 @@ def new(
         "platform": platform,
         "devices_per_node": devices_per_node,
         "nnodes": nnodes,
+        "ms_train_loop": ms_train_loop,
     }
     given.update({key: value for key, value in flags.items() if value is not None})
     options = collect_options(project, given)

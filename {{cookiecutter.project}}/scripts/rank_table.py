@@ -1,0 +1,1 @@
+{{ 'ranktable' | module_source }}

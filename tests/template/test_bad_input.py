@@ -124,10 +124,13 @@ def test_plain_cookiecutter_hook_rejects_bad_project(workdir: Path, project: str
     assert _entries(workdir.parent) == before
 
 
-def test_plain_cookiecutter_hook_rejects_unavailable_framework(workdir: Path) -> None:
-    result = cookiecutter("framework=mindspore", cwd=workdir)
+@pytest.mark.parametrize(("option", "words"), [("nnodes=0", "nnodes: "), ("nnodes=x", "nnodes: ")])
+def test_plain_cookiecutter_hook_rejects_bad_free_text(
+    workdir: Path, option: str, words: str
+) -> None:
+    result = cookiecutter(option, cwd=workdir)
     assert result.returncode != 0
-    assert "error: framework: " in result.stderr
+    assert f"error: {words}" in result.stderr
     assert list(workdir.iterdir()) == []
 
 

@@ -18,15 +18,26 @@ import pytest
 import yaml
 
 from generator import ranktable
-from generator.options import AVAILABLE_FRAMEWORKS, DEVICES_PER_NODE, PLATFORMS, TARGETS, Options
+from generator.options import (
+    AVAILABLE_FRAMEWORKS,
+    DEVICES_PER_NODE,
+    MS_TRAIN_LOOPS,
+    PLATFORMS,
+    TARGETS,
+    Options,
+)
 from generator.project import render
 
 BIN = Path(sys.executable).parent
 COMBINATIONS = [
-    Options(f"p{i}", framework, target, platform, devices, nnodes)
-    for i, (framework, target, platform, devices, nnodes) in enumerate(
-        itertools.product(AVAILABLE_FRAMEWORKS, TARGETS, PLATFORMS, DEVICES_PER_NODE, (1, 2))
+    Options(f"p{i}", framework, target, platform, devices, nnodes, loop)
+    for i, (framework, target, platform, devices, nnodes, loop) in enumerate(
+        itertools.product(
+            AVAILABLE_FRAMEWORKS, TARGETS, PLATFORMS, DEVICES_PER_NODE, (1, 2), MS_TRAIN_LOOPS
+        )
     )
+    # The loop option means nothing to PyTorch projects: render them once.
+    if framework == "mindspore" or loop == MS_TRAIN_LOOPS[0]
 ]
 LEFTOVER = re.compile(r"\{\{|\{%|\{#|cookiecutter\.")
 
@@ -47,7 +58,8 @@ def _text_files(project: Path) -> list[Path]:
 
 
 def test_matrix_covers_every_combination(matrix: dict[Options, Path]) -> None:
-    assert len(matrix) == len(AVAILABLE_FRAMEWORKS) * 3 * 3 * 4 * 2
+    per_framework = len(TARGETS) * len(PLATFORMS) * len(DEVICES_PER_NODE) * 2
+    assert len(matrix) == per_framework * (1 + len(MS_TRAIN_LOOPS))
 
 
 @pytest.mark.parametrize("options", COMBINATIONS, ids=lambda o: "-".join(o.as_context().values()))

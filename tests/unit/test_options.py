@@ -21,6 +21,12 @@ def test_valid_values_are_typed() -> None:
     options = validate(GOOD)
     assert options == Options("mnist-lenet", "pytorch", "ascend", "modelarts", 4, 2)
     assert options.as_context()["devices_per_node"] == "4"
+    assert options.ms_train_loop == "model"
+
+
+def test_mindspore_with_custom_loop() -> None:
+    options = validate({**GOOD, "framework": "mindspore", "ms_train_loop": "custom"})
+    assert (options.framework, options.ms_train_loop) == ("mindspore", "custom")
 
 
 def test_private_keys_are_ignored() -> None:
@@ -59,6 +65,7 @@ def test_bad_project_names(project: str) -> None:
     ("key", "value", "allowed"),
     [
         ("framework", "tensorflow", "pytorch, mindspore"),
+        ("ms_train_loop", "keras", "model, custom"),
         ("target", "rocm", "cuda, ascend, both"),
         ("platform", "colab", "openi, modelarts, generic"),
         ("devices_per_node", "0", "1, 2, 4, 8"),

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from dataclasses import fields
+from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import Environment
@@ -15,7 +18,8 @@ from jinja2.ext import Extension
 
 # Cookiecutter puts the repo root on sys.path while it renders; the wheel
 # installs the same package. Both give the code `gen ranktable` runs.
-from generator import ranktable
+from generator import __version__, catalog, ranktable
+from generator.options import Options
 
 
 def shell_quote(value: object) -> str:
@@ -33,6 +37,23 @@ def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
     return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
 
 
+def image_entry(framework: object, target: object) -> dict[str, object]:
+    """The catalogue's default base image and pins for (target, framework), as data."""
+    return _catalog().default(str(target), str(framework)).as_dict()
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> catalog.Catalog:
+    return catalog.load()
+
+
+def project_record(context: Mapping[str, object]) -> str:
+    """The options a project was generated with, as JSON: what `gen image` reads back."""
+    record = {"generator": f"train-template {__version__}"}
+    record.update({f.name: str(context[f.name]) for f in fields(Options)})
+    return json.dumps(record, indent=2)
+
+
 def module_source(name: object) -> str:
     """The text of one of generator's stdlib-only modules, to ship it in a project unchanged."""
     modules = {"ranktable": ranktable}
@@ -48,3 +69,5 @@ class TrainTemplateExtension(Extension):
         environment.filters["py_str"] = py_str
         environment.filters["rank_table"] = rank_table
         environment.filters["module_source"] = module_source
+        environment.filters["image_entry"] = image_entry
+        environment.filters["project_record"] = project_record

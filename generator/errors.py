@@ -36,6 +36,10 @@ class OutputExists(GenError):
     """Raised when the project directory to generate already exists (it is left untouched)."""
 
 
+class ProjectNotFound(GenError):
+    """Raised when a directory given to gen is not a generated project (no .train-template.json)."""
+
+
 class RenderError(GenError):
     """Raised when cookiecutter fails to render the template (a hook or a Jinja error)."""
 
@@ -69,3 +73,39 @@ class CatalogError(GenError):
 
 class FileExists(GenError):
     """Raised when an output file exists and --force was not given (it is left untouched)."""
+
+
+class EngineUnavailable(GenError):
+    """Raised when no Docker engine answers (the message says where gen looked)."""
+
+
+class BaseImageMissing(GenError):
+    """Raised when the Dockerfile's base image is not on the host and cannot be pulled."""
+
+
+class BuildFailed(GenError):
+    """Raised when a Dockerfile step fails: ``step`` is the failing instruction,
+    ``tail`` the last log lines and ``log_path`` the full build log."""
+
+    def __init__(self, message: str, step: str, tail: list[str], log_path: str) -> None:
+        super().__init__(message)
+        self.step, self.tail, self.log_path = step, tail, log_path
+
+    def lines(self) -> list[str]:
+        return [str(self), *(f"  {line}" for line in self.tail), f"full log: {self.log_path}"]
+
+
+class ImageNotFound(GenError):
+    """Raised when an image gen should use (to smoke-test or push) was never built."""
+
+
+class ContainerFailed(GenError):
+    """Raised when a smoke-test container fails or times out: ``exit_code`` (None on a
+    timeout) and the log ``tail`` say what happened."""
+
+    def __init__(self, message: str, exit_code: int | None, tail: list[str]) -> None:
+        super().__init__(message)
+        self.exit_code_seen, self.tail = exit_code, tail
+
+    def lines(self) -> list[str]:
+        return [str(self), *(f"  {line}" for line in self.tail)]

@@ -13,7 +13,8 @@ from pathlib import Path
 from generator.options import FRAMEWORKS, Options
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
-ASCEND_ONLY = ("rank_table_8p.json", "scripts/rank_table.py")
+ASCEND_ONLY = ("rank_table_8p.json", "scripts/rank_table.py", "Dockerfile.ascend")
+CUDA_ONLY = ("Dockerfile.cuda",)
 # A MindSpore project carries the training loop it was generated with, not both.
 MS_LOOP_FILES = {"model": "src/model_loop.py", "custom": "src/custom_loop.py"}
 
@@ -38,9 +39,9 @@ def finalize(project_dir: Path, options: Options) -> None:
         for loop, name in MS_LOOP_FILES.items():
             if loop != options.ms_train_loop:
                 (project_dir / name).unlink(missing_ok=True)
-    if options.target == "cuda":
-        for name in ASCEND_ONLY:
-            (project_dir / name).unlink(missing_ok=True)
+    unused = {"cuda": ASCEND_ONLY, "ascend": CUDA_ONLY, "both": ()}[options.target]
+    for name in unused:
+        (project_dir / name).unlink(missing_ok=True)
     # Users run ./scripts/run_1p.sh as often as bash scripts/run_1p.sh.
     for script in [*project_dir.glob("scripts/*.sh"), project_dir / "env.sh"]:
         if script.is_file():

@@ -21,11 +21,13 @@ def cli(debug: bool) -> None:
 
 
 def _register() -> None:
+    from generator.cli.image import image
     from generator.cli.new import new
     from generator.cli.ranktable import ranktable
 
     cli.add_command(new)
     cli.add_command(ranktable)
+    cli.add_command(image)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,328 @@
+"""The Docker engine, through the docker SDK: the only module that imports docker.
+
+Everything here returns values or raises generator.errors; nothing prints.
+Long operations report progress through callbacks, so the CLI decides how to show it.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import docker
+import docker.errors
+import docker.utils.build
+import requests.exceptions
+from docker.types import DeviceRequest
+
+from generator.errors import (
+    BaseImageMissing,
+    BuildFailed,
+    ContainerFailed,
+    EngineUnavailable,
+    GenError,
+    ImageNotFound,
+)
+
+# Builds that install torch or MindSpore take minutes; the SDK's default is 60 s.
+API_TIMEOUT_S = 1800
+TAIL_LINES = 20
+Lines = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """A built image: id, tags, total size, and the size of each layer (newest first)."""
+
+    id: str
+    tags: list[str]
+    size: int
+    layer_sizes: list[int] = field(default_factory=list)
+    user: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def runs_as_root(self) -> bool:
+        return self.user.split(":")[0] in ("", "root", "0")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished container left: its exit code and its whole log."""
+
+    exit_code: int
+    log: list[str]
+
+
+@dataclass(frozen=True)
+class Accelerators:
+    """What the host offers a container: NVIDIA GPUs (through the runtime) or Ascend NPUs."""
+
+    nvidia: bool
+    ascend_devices: list[str]
+
+    def describe(self) -> str:
+        if self.nvidia:
+            return "NVIDIA GPUs"
+        if self.ascend_devices:
+            return f"{len(self.ascend_devices)} Ascend device node(s)"
+        return "no GPU or NPU: running on the CPU"
+
+
+# What an Ascend container needs from the host besides /dev/davinci*: the driver
+# and the tools CANN calls (the layout Huawei's container runtime mounts).
+ASCEND_CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+ASCEND_MOUNTS = (
+    "/usr/local/Ascend/driver",
+    "/usr/local/bin/npu-smi",
+    "/usr/local/dcmi",
+    "/etc/ascend_install.info",
+)
+
+
+class Engine:
+    """A connection to one Docker engine."""
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self._client = client
+
+    # -- images -------------------------------------------------------------------
+    def image(self, ref: str) -> ImageInfo | None:
+        """The image ``ref`` names, or None when the host does not have it."""
+        try:
+            image = self._client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as err:
+            raise GenError(f"the engine could not look up {ref}: {err.explanation}") from err
+        layers = [int(entry.get("Size", 0)) for entry in image.history()]
+        config = image.attrs.get("Config") or {}
+        return ImageInfo(
+            image.id,
+            list(image.tags),
+            int(image.attrs["Size"]),
+            layers,
+            user=config.get("User") or "",
+            labels=config.get("Labels") or {},
+        )
+
+    def require_image(self, ref: str, hint: str) -> ImageInfo:
+        found = self.image(ref)
+        if found is None:
+            raise ImageNotFound(f"no image {ref} on this host; {hint}")
+        return found
+
+    def remove_image(self, ref: str) -> None:
+        """Remove an image (and its untagged parents); absent is fine."""
+        try:
+            self._client.images.remove(ref, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+
+    def tag(self, ref: str, repository: str, tag: str) -> None:
+        self._client.images.get(ref).tag(repository, tag)
+
+    def build(
+        self,
+        context: IO[bytes],
+        *,
+        dockerfile: str,
+        tag: str,
+        buildargs: dict[str, str],
+        log: IO[str],
+        on_line: Lines,
+        nocache: bool = False,
+        network_mode: str | None = None,
+    ) -> ImageInfo:
+        """Build from a tar ``context`` with the classic builder, streaming each log line.
+
+        Raises BaseImageMissing when FROM names an image that is not here (nothing
+        is pulled), BuildFailed with the failing step and the log tail otherwise.
+        """
+        tail: list[str] = []
+        step = ""
+        image_id = None
+        try:
+            stream = self._client.api.build(
+                fileobj=context,
+                custom_context=True,
+                dockerfile=dockerfile,
+                tag=tag,
+                buildargs=buildargs,
+                nocache=nocache,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                network_mode=network_mode,
+                decode=True,
+            )
+            for chunk in stream:
+                if "error" in chunk:
+                    message = str(chunk["error"]).strip()
+                    log.write(message + "\n")
+                    if re.search(r"pull access denied|not found|no such image", message, re.I):
+                        base = _from_image(step) or "the base image"
+                        raise BaseImageMissing(
+                            f"{base} is not on this host and cannot be pulled here: load it "
+                            "(docker load) or pass --base-image with a local image"
+                        )
+                    raise BuildFailed(
+                        f"build failed at {step or 'the first step'}: {message}",
+                        step,
+                        tail[-TAIL_LINES:],
+                        log.name,
+                    )
+                if "aux" in chunk and "ID" in chunk["aux"]:
+                    image_id = chunk["aux"]["ID"]
+                text = chunk.get("stream", "")
+                for line in text.splitlines():
+                    log.write(line + "\n")
+                    if line.startswith("Step "):
+                        step = line
+                    if line.strip():
+                        tail.append(line)
+                        del tail[:-TAIL_LINES]
+                        on_line(line)
+        except docker.errors.APIError as err:
+            message = f"the engine refused the build: {err.explanation}"
+            raise BuildFailed(message, step, tail, log.name) from err
+        except requests.exceptions.ConnectionError as err:
+            raise EngineUnavailable(f"lost the Docker engine during the build: {err}") from err
+        built = self.image(image_id or tag)
+        if built is None:
+            raise BuildFailed("the build ended without an image", step, tail, log.name)
+        return built
+
+    # -- containers ---------------------------------------------------------------
+    def accelerators(self) -> Accelerators:
+        """GPUs when the engine has the NVIDIA runtime, NPUs when /dev/davinciN exist."""
+        runtimes = self._client.info().get("Runtimes", {}) or {}
+        davinci = sorted(
+            str(p) for p in Path("/dev").glob("davinci*") if re.fullmatch(r"davinci\d+", p.name)
+        )
+        return Accelerators(nvidia="nvidia" in runtimes, ascend_devices=davinci)
+
+    def run(
+        self,
+        image: str,
+        command: list[str],
+        *,
+        timeout_s: float,
+        on_line: Lines,
+        volumes: dict[str, str],
+        accelerators: Accelerators | None = None,
+        user: str | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> RunResult:
+        """Run ``command`` in a fresh container with networking off and wait for it.
+
+        The container is killed on timeout or Ctrl-C and removed in every case:
+        nothing is left running. A timeout raises ContainerFailed.
+        """
+        kwargs: dict[str, Any] = {
+            "network_mode": "none",
+            # The default 64 MB /dev/shm starves DataLoader workers and NCCL.
+            "shm_size": "2g",
+            "volumes": {host: {"bind": inside, "mode": "rw"} for host, inside in volumes.items()},
+            "environment": environment or {},
+            "user": user,
+        }
+        if accelerators and accelerators.nvidia:
+            kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        elif accelerators and accelerators.ascend_devices:
+            nodes = accelerators.ascend_devices + [
+                d for d in ASCEND_CONTROL_DEVICES if Path(d).exists()
+            ]
+            kwargs["devices"] = [f"{d}:{d}" for d in nodes]
+            for path in ASCEND_MOUNTS:
+                if Path(path).exists():
+                    kwargs["volumes"][path] = {"bind": path, "mode": "ro"}
+        with self._container(image, command, kwargs) as container:
+            log: list[str] = []
+            # The log stream blocks until the container ends: a watchdog thread
+            # kills it at the deadline, which ends the stream.
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
+                with suppress(docker.errors.APIError):
+                    container.kill()
+
+            watchdog = threading.Timer(timeout_s, expire)
+            container.start()
+            watchdog.start()
+            try:
+                for raw in container.logs(stream=True, follow=True):
+                    for line in raw.decode("utf-8", "replace").splitlines():
+                        log.append(line)
+                        on_line(line)
+                status = container.wait()
+            finally:
+                watchdog.cancel()
+            if expired.is_set():
+                raise ContainerFailed(
+                    f"timed out after {timeout_s:.0f} s; the container was killed",
+                    None,
+                    log[-TAIL_LINES:],
+                )
+            return RunResult(int(status.get("StatusCode", -1)), log)
+
+    @contextmanager
+    def _container(self, image: str, command: list[str], kwargs: dict[str, Any]) -> Iterator[Any]:
+        try:
+            container = self._client.containers.create(image, command, **kwargs)
+        except docker.errors.ImageNotFound as err:
+            raise ImageNotFound(f"no image {image} on this host; build it first") from err
+        except docker.errors.APIError as err:
+            raise GenError(f"the engine could not create a container: {err.explanation}") from err
+        try:
+            yield container
+        finally:
+            # Runs on success, timeout and KeyboardInterrupt alike.
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+
+
+def build_context(project_dir: Path, dockerfile: str, extra: dict[str, Path]) -> IO[bytes]:
+    """The build context as a tar file: the project as its .dockerignore filters it,
+    plus ``extra`` directories (a wheelhouse kept elsewhere) under the given names."""
+    ignore = project_dir / ".dockerignore"
+    patterns = []
+    if ignore.is_file():
+        for line in ignore.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                patterns.append(line.strip())
+    context = docker.utils.build.tar(
+        str(project_dir), exclude=patterns, dockerfile=(dockerfile, None)
+    )
+    with tarfile.open(fileobj=context, mode="a") as archive:
+        for name, path in extra.items():
+            archive.add(str(path), arcname=name)
+    context.seek(0)
+    return context
+
+
+def _from_image(step: str) -> str | None:
+    match = re.search(r"\bFROM\s+(\S+)", step, re.I)
+    return match.group(1) if match else None
+
+
+def connect(timeout_s: int = API_TIMEOUT_S) -> Engine:
+    """Connect to the engine DOCKER_HOST names (else /var/run/docker.sock); check it answers."""
+    try:
+        client = docker.from_env(timeout=timeout_s)
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.ConnectionError) as err:
+        raise EngineUnavailable(
+            "no Docker engine answers (DOCKER_HOST or /var/run/docker.sock): start dockerd "
+            f"or set DOCKER_HOST ({err.__class__.__name__})"
+        ) from err
+    return Engine(client)

@@ -1,0 +1,172 @@
+"""Plan an image build for a generated project: Dockerfile, tag, build args, context extras."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from generator import catalog
+from generator.errors import GenError, OptionError
+from generator.options import Options
+from generator.project import read_record
+
+TARGETS_OF = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ("cuda", "ascend")}
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything one `gen image build` does, decided before the engine is touched."""
+
+    project_dir: Path
+    options: Options
+    target: str
+    dockerfile: str
+    tag: str
+    buildargs: dict[str, str]
+    wheelhouse: Path | None = None
+    nocache: bool = False
+    network: str | None = None
+    extra: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def log_path(self) -> Path:
+        return self.project_dir / "logs" / f"image-{self.target}.log"
+
+
+def check_target(options: Options, target: str) -> None:
+    """Refuse a target the project has no Dockerfile for."""
+    if target not in TARGETS_OF[options.target]:
+        raise OptionError(
+            "--target",
+            f"{options.project} was generated for {options.target} only; "
+            f"choose {' or '.join(TARGETS_OF[options.target])}",
+        )
+
+
+def git(project_dir: Path, *args: str) -> str | None:
+    """Output of a git command in the project, or None outside a repository."""
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(project_dir), *args], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return result.stdout.strip()
+
+
+def revision(project_dir: Path) -> str | None:
+    """The short commit, with -dirty when the work tree has changes; None outside git."""
+    commit = git(project_dir, "rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return None
+    dirty = git(project_dir, "status", "--porcelain", "--untracked-files=no")
+    return f"{commit}-dirty" if dirty else commit
+
+
+def public_url(url: str) -> str:
+    """A remote URL with any user name or token removed: labels are public."""
+    parts = urlsplit(url)
+    if not parts.netloc or "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def default_tag(options: Options, target: str, project_dir: Path) -> str:
+    """``<project>:<target>-<commit>`` (``-local`` outside git): rebuilt per commit."""
+    return f"{options.project.lower()}:{target}-{revision(project_dir) or 'local'}"
+
+
+def dockerfile_args(text: str) -> set[str]:
+    """The ARG names a Dockerfile declares."""
+    return set(re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M))
+
+
+def parse_build_args(pairs: Sequence[str], known: set[str]) -> dict[str, str]:
+    """--build-arg K=V pairs, each K one the Dockerfile declares."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise OptionError("--build-arg", f"{pair!r} is not KEY=VALUE")
+        if key not in known:
+            raise OptionError(
+                "--build-arg", f"the Dockerfile has no ARG {key}; it has {', '.join(sorted(known))}"
+            )
+        values[key] = value
+    return values
+
+
+def catalog_args(options: Options, target: str, entry_id: str, version: str | None) -> dict:
+    """BASE_IMAGE and FRAMEWORK from another catalogue entry or framework version."""
+    entry = catalog.load().resolve(
+        target, options.framework, framework_version=version, entry_id=entry_id or None
+    )
+    pin = entry.pin(options.framework)
+    args = {"BASE_IMAGE": entry.base}
+    if isinstance(pin, catalog.PytorchPin):
+        args["FRAMEWORK"] = f"torch=={pin.torch}"
+        args["PIP_EXTRA_INDEX_URL"] = pin.index_url
+        if pin.torch_npu:
+            args["NPU_EXTRA"] = f"torch_npu=={pin.torch_npu}"
+    elif pin is not None:
+        args["FRAMEWORK"] = f"{pin.package}=={pin.version}"
+    return args
+
+
+def plan_build(
+    project_dir: Path,
+    target: str,
+    *,
+    base_image: str | None = None,
+    tag: str | None = None,
+    pip_index_url: str | None = None,
+    wheelhouse: Path | None = None,
+    build_args: Sequence[str] = (),
+    catalog_entry: str | None = None,
+    framework_version: str | None = None,
+    nocache: bool = False,
+    network: str | None = None,
+) -> BuildPlan:
+    """Decide the build; raises GenError subclasses for anything the user must fix."""
+    project_dir = project_dir.resolve()
+    options = read_record(project_dir)
+    check_target(options, target)
+    dockerfile = f"Dockerfile.{target}"
+    path = project_dir / dockerfile
+    if not path.is_file():
+        raise GenError(f"{path} is missing; regenerate the project or restore it from git")
+    known = dockerfile_args(path.read_text(encoding="utf-8"))
+    args: dict[str, str] = {"REVISION": revision(project_dir) or "unknown"}
+    remote = git(project_dir, "remote", "get-url", "origin")
+    if remote:
+        args["SOURCE"] = public_url(remote)
+    if catalog_entry or framework_version:
+        args.update(catalog_args(options, target, catalog_entry or "", framework_version))
+    if base_image:
+        args["BASE_IMAGE"] = base_image
+    if pip_index_url:
+        args["PIP_INDEX_URL"] = pip_index_url
+    extra: dict[str, Path] = {}
+    if wheelhouse is not None:
+        if not wheelhouse.is_dir():
+            raise OptionError("--wheelhouse", f"{wheelhouse} is not a directory of wheels")
+        extra["wheelhouse"] = wheelhouse.resolve()
+        # A wheelhouse is for hosts without an index: never reach for one.
+        args["PIP_NO_INDEX"] = "1"
+    args.update(parse_build_args(build_args, known))
+    return BuildPlan(
+        project_dir=project_dir,
+        options=options,
+        target=target,
+        dockerfile=dockerfile,
+        tag=tag or default_tag(options, target, project_dir),
+        buildargs={k: v for k, v in args.items() if k in known},
+        wheelhouse=extra.get("wheelhouse"),
+        nocache=nocache,
+        network=network,
+        extra=extra,
+    )

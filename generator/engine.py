@@ -38,12 +38,12 @@ Lines = Callable[[str], None]
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """A built image: id, tags, total size, and the size of each layer (newest first)."""
+    """A built image: id, tags, total size, its layers, its user and labels."""
 
     id: str
     tags: list[str]
     size: int
-    layer_sizes: list[int] = field(default_factory=list)
+    layers: list[tuple[str, int]] = field(default_factory=list)
     user: str = ""
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -101,7 +101,8 @@ class Engine:
             return None
         except docker.errors.APIError as err:
             raise GenError(f"the engine could not look up {ref}: {err.explanation}") from err
-        layers = [int(entry.get("Size", 0)) for entry in image.history()]
+        # (instruction, bytes) per layer, newest first.
+        layers = [(str(e.get("CreatedBy", "")), int(e.get("Size", 0))) for e in image.history()]
         config = image.attrs.get("Config") or {}
         return ImageInfo(
             image.id,
@@ -118,12 +119,38 @@ class Engine:
             raise ImageNotFound(f"no image {ref} on this host; {hint}")
         return found
 
+    def image_ids(self) -> set[str]:
+        """Every image on the host, build-cache layers included."""
+        return {image.id for image in self._client.images.list(all=True)}
+
+    def container_ids(self) -> set[str]:
+        """Every container on the host, running or not."""
+        return {container.id for container in self._client.containers.list(all=True)}
+
     def remove_image(self, ref: str) -> None:
         """Remove an image (and its untagged parents); absent is fine."""
         try:
             self._client.images.remove(ref, force=True)
         except docker.errors.ImageNotFound:
             pass
+
+    def remove_images(self, ids: set[str]) -> set[str]:
+        """Remove several images, children before parents; return those that stay."""
+        left = set(ids)
+        while left:
+            removed = set()
+            for image_id in left:
+                try:
+                    self._client.images.remove(image_id, force=True)
+                except docker.errors.ImageNotFound:
+                    pass
+                except docker.errors.APIError:
+                    continue  # a child still uses it: the next pass
+                removed.add(image_id)
+            if not removed:
+                break
+            left -= removed
+        return left
 
     def tag(self, ref: str, repository: str, tag: str) -> None:
         self._client.images.get(ref).tag(repository, tag)
@@ -166,8 +193,8 @@ class Engine:
                 if "error" in chunk:
                     message = str(chunk["error"]).strip()
                     log.write(message + "\n")
-                    if re.search(r"pull access denied|not found|no such image", message, re.I):
-                        base = _from_image(step) or "the base image"
+                    if re.match(r"Step \S+ : FROM ", step):
+                        base = _from_image(step, buildargs)
                         raise BaseImageMissing(
                             f"{base} is not on this host and cannot be pulled here: load it "
                             "(docker load) or pass --base-image with a local image"
@@ -310,9 +337,11 @@ def build_context(project_dir: Path, dockerfile: str, extra: dict[str, Path]) ->
     return context
 
 
-def _from_image(step: str) -> str | None:
+def _from_image(step: str, buildargs: dict[str, str]) -> str:
+    """The image a FROM step names, with ${ARG} references filled in."""
     match = re.search(r"\bFROM\s+(\S+)", step, re.I)
-    return match.group(1) if match else None
+    name = match.group(1) if match else "the base image"
+    return re.sub(r"\$\{(\w+)\}", lambda m: buildargs.get(m.group(1), m.group(0)), name)
 
 
 def connect(timeout_s: int = API_TIMEOUT_S) -> Engine:

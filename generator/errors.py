@@ -16,6 +16,10 @@ class GenError(Exception):
         """What the CLI prints, one ``error:`` line each."""
         return [str(self)]
 
+    def details(self) -> list[str]:
+        """Context the CLI prints after the error lines (a log tail), as it is."""
+        return []
+
 
 class OptionError(GenError):
     """Raised when a template option is invalid: the message names the option,
@@ -91,8 +95,8 @@ class BuildFailed(GenError):
         super().__init__(message)
         self.step, self.tail, self.log_path = step, tail, log_path
 
-    def lines(self) -> list[str]:
-        return [str(self), *(f"  {line}" for line in self.tail), f"full log: {self.log_path}"]
+    def details(self) -> list[str]:
+        return [*(f"  {line}" for line in self.tail), f"full log: {self.log_path}"]
 
 
 class ImageNotFound(GenError):
@@ -107,5 +111,5 @@ class ContainerFailed(GenError):
         super().__init__(message)
         self.exit_code_seen, self.tail = exit_code, tail
 
-    def lines(self) -> list[str]:
-        return [str(self), *(f"  {line}" for line in self.tail)]
+    def details(self) -> list[str]:
+        return [f"  {line}" for line in self.tail]

@@ -50,4 +50,6 @@ def main(argv: list[str] | None = None) -> None:
             raise
         for line in err.lines():
             click.echo(f"error: {line}", err=True)
+        for line in err.details():
+            click.echo(line, err=True)
         sys.exit(err.exit_code)

@@ -26,10 +26,11 @@ TAG = click.option("--tag", help="Image tag (default: <project>:<target>-<git co
 
 
 def _console() -> Console:
-    # rich is imported only by the commands that show progress.
+    # rich is imported only by the commands that show progress. The log goes to
+    # stdout; stderr carries only the error lines.
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(highlight=False)
 
 
 def _mb(size: int) -> str:

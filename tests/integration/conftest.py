@@ -1,0 +1,104 @@
+"""A real Docker engine for the integration tests: started if none answers, never mocked.
+
+Nothing can be pulled here, so the base image is a local stand-in (Debian 12 with
+Python 3.11, built by tools/docker_up.sh) and the frameworks come from wheelhouses
+made from the local torch and mindspore wheels. In CI these tests must run: a
+missing engine fails them, it never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generator import engine
+
+REPO = Path(__file__).resolve().parents[2]
+STANDIN_BASE = os.environ.get("STANDIN_BASE", "train-template/standin-base:bookworm-py311")
+CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
+# What the tests install in images: the CPU wheels this machine has.
+PINS = {"pytorch": "torch==2.13.0", "mindspore": "mindspore==2.10.0"}
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> engine.Engine:
+    """The engine, started by tools/docker_up.sh when nothing answers."""
+    result = subprocess.run(
+        ["bash", str(REPO / "tools" / "docker_up.sh")], capture_output=True, text=True, timeout=600
+    )
+    if result.returncode != 0:
+        pytest.fail(f"could not start a Docker engine:\n{result.stderr[-3000:]}")
+    return engine.connect()
+
+
+def wheelhouse_for(framework: str) -> Path:
+    dest = CACHE / f"wheelhouse-{PINS[framework].replace('==', '-')}"
+    done = dest / ".complete"
+    if not done.exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        # The project's requirements (numpy, pyyaml) ride along: the build is offline.
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--dest",
+                str(dest),
+                PINS[framework],
+                "numpy",
+                "pyyaml",
+            ],
+            check=True,
+        )
+        done.touch()
+    return dest
+
+
+@pytest.fixture(scope="session")
+def wheelhouses() -> dict[str, Path]:
+    """Per framework, a directory of wheels: the framework pin and the requirements."""
+    return {framework: wheelhouse_for(framework) for framework in PINS}
+
+
+@pytest.fixture
+def created(docker_engine: engine.Engine) -> Iterator[None]:
+    """Remove every image a test built (build-cache layers too); check no container is left."""
+    images, containers = docker_engine.image_ids(), docker_engine.container_ids()
+    yield
+    left = docker_engine.container_ids() - containers
+    stuck = docker_engine.remove_images(docker_engine.image_ids() - images)
+    assert not left, f"containers left behind: {left}"
+    assert not stuck, f"images the test could not remove: {stuck}"
+
+
+def gen(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real `gen` command, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def build_args(framework: str, wheelhouse: Path) -> list[str]:
+    """Build the project's own Dockerfile on the stand-in base, offline."""
+    return [
+        "--base-image",
+        STANDIN_BASE,
+        "--wheelhouse",
+        str(wheelhouse),
+        "--build-arg",
+        f"FRAMEWORK={PINS[framework]}",
+    ]

@@ -1,0 +1,188 @@
+"""`gen image build` and `gen image smoke` on a real engine, for every target and framework."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator import engine
+from generator.options import Options
+from generator.project import render
+from tests.integration.conftest import STANDIN_BASE, build_args, gen
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def _project(tmp_path: Path, framework: str, target: str = "both") -> Path:
+    project = render(Options("imgtest", framework=framework, target=target), tmp_path)
+    # A committed project, as users build it: the tag and labels carry the commit.
+    for cmd in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "generated"],
+    ):
+        subprocess.run(["git", *cmd], cwd=project, check=True)
+    return project
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+@pytest.mark.parametrize("target", ["cuda", "ascend"])
+def test_build_then_smoke(
+    tmp_path: Path,
+    docker_engine: engine.Engine,
+    wheelhouses: dict[str, Path],
+    created: None,
+    framework: str,
+    target: str,
+) -> None:
+    project = _project(tmp_path, framework)
+    result = gen(
+        "image",
+        "build",
+        "--target",
+        target,
+        *build_args(framework, wheelhouses[framework]),
+        cwd=project,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    tag = f"imgtest:{target}-{commit}"
+    assert f"built {tag}" in result.stdout
+    assert (project / "logs" / f"image-{target}.log").read_text().count("Step ") > 5
+    image = docker_engine.image(tag)
+    assert image is not None and not image.runs_as_root
+    assert image.labels["io.train-template.target"] == target
+    assert image.labels["org.opencontainers.image.revision"] == commit
+    assert image.labels["io.train-template.framework"].startswith(
+        framework.replace("pytorch", "torch")
+    )
+
+    result = gen("image", "smoke", "--target", target, "--timeout", "600", cwd=project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "no GPU or NPU: running on the CPU" in result.stdout
+    assert "passed" in result.stdout
+    if framework == "pytorch" and target == "ascend":
+        assert "NPU stack absent" in result.stdout
+    outputs = project / "output" / f"smoke-{target}"
+    assert (outputs / "metrics.jsonl").is_file() and (outputs / "artifacts.json").is_file()
+
+
+def test_errors_are_one_clear_message(
+    tmp_path: Path, docker_engine: engine.Engine, wheelhouses: dict[str, Path], created: None
+) -> None:
+    project = _project(tmp_path, "pytorch", target="cuda")
+    wheels = wheelhouses["pytorch"]
+
+    # Nothing can be pulled: a base that is not here is named, with what to do.
+    result = gen(
+        "image",
+        "build",
+        "--target",
+        "cuda",
+        "--base-image",
+        "nosuch/base:1",
+        "--wheelhouse",
+        str(wheels),
+        cwd=project,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: nosuch/base:1 is not on this host and cannot be pulled")
+
+    # A failing step: the step, the log tail and the full log's path.
+    result = gen(
+        "image",
+        "build",
+        "--target",
+        "cuda",
+        "--base-image",
+        STANDIN_BASE,
+        "--wheelhouse",
+        str(wheels),
+        "--build-arg",
+        "FRAMEWORK=torch==0.0.1",
+        cwd=project,
+    )
+    assert result.returncode == 1
+    first, *rest = result.stderr.strip().splitlines()
+    assert first.startswith("error: build failed at Step ") and "RUN python3 -m venv" in first
+    assert any("torch==0.0.1" in line for line in rest)
+    assert rest[-1].startswith("full log: ")
+
+    # The project has only a cuda Dockerfile.
+    result = gen("image", "build", "--target", "ascend", cwd=project)
+    assert result.returncode == 2
+    assert "generated for cuda only" in result.stderr
+
+    # Smoke before build.
+    result = gen("image", "smoke", "--target", "cuda", cwd=project)
+    assert result.returncode == 1
+    assert "build it first" in result.stderr
+
+    # An unknown build arg and a framework version the catalogue lacks: one line each.
+    result = gen("image", "build", "--target", "cuda", "--build-arg", "TORCH=1", cwd=project)
+    assert result.returncode == 2 and "the Dockerfile has no ARG TORCH" in result.stderr
+    result = gen("image", "build", "--target", "cuda", "--framework-version", "9.9", cwd=project)
+    assert result.returncode != 0 and "nearest" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+    # No engine at all.
+    result = gen(
+        "image",
+        "build",
+        "--target",
+        "cuda",
+        cwd=project,
+        env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: no Docker engine answers")
+
+
+def test_smoke_failure_and_timeout_leave_nothing_running(
+    tmp_path: Path, docker_engine: engine.Engine, wheelhouses: dict[str, Path], created: None
+) -> None:
+    project = _project(tmp_path, "pytorch", target="cuda")
+    train = project / "train.py"
+    train.write_text(
+        train.read_text().replace("sys.exit(main())", "raise SystemExit('broken on purpose')")
+    )
+    subprocess.run(
+        ["git", "commit", "-qam", "break", "--author", "t <t@t>"],
+        cwd=project,
+        check=True,
+        env={"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"},
+    )
+    assert (
+        gen(
+            "image",
+            "build",
+            "--target",
+            "cuda",
+            *build_args("pytorch", wheelhouses["pytorch"]),
+            cwd=project,
+        ).returncode
+        == 0
+    )
+    before = docker_engine.container_ids()
+
+    result = gen("image", "smoke", "--target", "cuda", cwd=project)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert (
+        lines[0].startswith("error: smoke test failed in imgtest:cuda-")
+        and "exit code 1" in lines[0]
+    )
+    assert any("broken on purpose" in line for line in lines[1:])
+
+    result = gen("image", "smoke", "--target", "cuda", "--timeout", "1", cwd=project)
+    assert result.returncode == 1
+    assert "timed out after 1 s; the container was killed" in result.stderr
+    assert docker_engine.container_ids() == before

@@ -22,12 +22,15 @@ import requests.exceptions
 from docker.types import DeviceRequest
 
 from generator.errors import (
+    AuthRefused,
     BaseImageMissing,
     BuildFailed,
     ContainerFailed,
     EngineUnavailable,
     GenError,
     ImageNotFound,
+    PushFailed,
+    RemoteUnreachable,
 )
 
 # Builds that install torch or MindSpore take minutes; the SDK's default is 60 s.
@@ -58,6 +61,19 @@ class RunResult:
 
     exit_code: int
     log: list[str]
+
+
+@dataclass(frozen=True)
+class LayerProgress:
+    """One update of a push or pull stream: a layer's short id, its status, bytes so far."""
+
+    layer: str
+    status: str
+    current: int = 0
+    total: int = 0
+
+
+Progress = Callable[[LayerProgress], None]
 
 
 @dataclass(frozen=True)
@@ -154,6 +170,77 @@ class Engine:
 
     def tag(self, ref: str, repository: str, tag: str) -> None:
         self._client.images.get(ref).tag(repository, tag)
+
+    # -- registries ---------------------------------------------------------------
+    def push(
+        self,
+        local_ref: str,
+        repository: str,
+        tag: str,
+        *,
+        auth: dict[str, str] | None,
+        on_progress: Progress,
+    ) -> str:
+        """Tag ``local_ref`` as ``repository:tag``, push it and return the manifest digest.
+
+        ``auth`` None means the credentials ``docker login`` stored. Error chunks in
+        the stream raise RemoteUnreachable, AuthRefused or PushFailed.
+        """
+        remote_ref = f"{repository}:{tag}"
+        tagged_here = self.image(remote_ref) is None
+        self.tag(local_ref, repository, tag)
+        stream = self._stream(
+            lambda: self._client.api.push(
+                repository, tag=tag, stream=True, decode=True, auth_config=auth
+            ),
+            repository,
+            auth,
+        )
+        digest = None
+        try:
+            for chunk in stream:
+                digest = (chunk.get("aux") or {}).get("Digest") or digest
+                _report(chunk, on_progress)
+            if not digest:
+                raise PushFailed(f"the push of {remote_ref} ended without a digest")
+        except BaseException:
+            if tagged_here:  # a failed push leaves no tag behind (the image stays)
+                with suppress(docker.errors.APIError):
+                    self._client.images.remove(remote_ref)
+            raise
+        return digest
+
+    def pull(self, reference: str, *, auth: dict[str, str] | None, on_progress: Progress) -> str:
+        """Pull ``reference`` (``name:tag`` or ``name@sha256:...``); return the image id."""
+        repository, _, digest = reference.partition("@")
+        stream = self._stream(
+            lambda: self._client.api.pull(
+                repository, tag=digest or None, stream=True, decode=True, auth_config=auth
+            ),
+            repository,
+            auth,
+        )
+        for chunk in stream:
+            _report(chunk, on_progress)
+        return self.require_image(reference, "the pull ended without it").id
+
+    def _stream(
+        self, start: Callable[[], Iterator[dict]], repository: str, auth: dict[str, str] | None
+    ) -> Iterator[dict]:
+        """The chunks of a push or pull; an error (at the start or in a chunk) raises."""
+        registry = repository.split("/", 1)[0]
+        secret = (auth or {}).get("password") or ""
+        try:
+            for chunk in start():
+                if "error" in chunk or "errorDetail" in chunk:
+                    detail = chunk.get("errorDetail") or {}
+                    message = str(chunk.get("error") or detail.get("message") or chunk)
+                    raise _registry_error(registry, message, secret)
+                yield chunk
+        except docker.errors.APIError as err:
+            raise _registry_error(registry, str(err.explanation or err), secret) from err
+        except requests.exceptions.ConnectionError as err:
+            raise EngineUnavailable(f"lost the Docker engine during the transfer: {err}") from err
 
     def build(
         self,
@@ -335,6 +422,49 @@ def build_context(project_dir: Path, dockerfile: str, extra: dict[str, Path]) ->
             archive.add(str(path), arcname=name)
     context.seek(0)
     return context
+
+
+def _report(chunk: dict, on_progress: Progress) -> None:
+    if chunk.get("id") and chunk.get("status"):
+        detail = chunk.get("progressDetail") or {}
+        on_progress(
+            LayerProgress(
+                str(chunk["id"]),
+                str(chunk["status"]),
+                int(detail.get("current") or 0),
+                int(detail.get("total") or 0),
+            )
+        )
+
+
+def _registry_error(registry: str, message: str, secret: str) -> PushFailed:
+    """The error a registry transfer's message describes, with what to do about it."""
+    if secret:
+        message = message.replace(secret, "***")
+    low = message.lower()
+    if "http response to https client" in low:
+        return RemoteUnreachable(
+            f"{registry} speaks plain HTTP: add it to insecure-registries in "
+            "/etc/docker/daemon.json (and restart dockerd), or serve it with TLS",
+            [message],
+        )
+    if re.search(
+        r"connection refused|no such host|i/o timeout|dial tcp|network is unreachable|"
+        r"no route to host|connection reset|tls handshake timeout|eof$",
+        low,
+    ):
+        return RemoteUnreachable(
+            f"the registry {registry} does not answer: check --registry and the network "
+            "(the engine's proxy settings apply)",
+            [message],
+        )
+    if re.search(r"unauthorized|authentication required|denied|no basic auth|\b401\b", low):
+        return AuthRefused(
+            f"the registry {registry} refused the credentials: set GEN_REGISTRY_USER and "
+            f"GEN_REGISTRY_PASSWORD, or run docker login {registry}",
+            [message],
+        )
+    return PushFailed(f"the registry {registry} refused the transfer: {message}", [message])
 
 
 def _from_image(step: str, buildargs: dict[str, str]) -> str:

@@ -113,3 +113,66 @@ class ContainerFailed(GenError):
 
     def details(self) -> list[str]:
         return [f"  {line}" for line in self.tail]
+
+
+class GitFailed(GenError):
+    """Raised when git is missing or a local git command fails unexpectedly; ``tail`` is
+    what git said (with any token masked)."""
+
+    def __init__(self, message: str, tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.tail = tail or []
+
+    def details(self) -> list[str]:
+        return [f"  {line}" for line in self.tail]
+
+
+class IdentityMissing(GenError):
+    """Raised when gen push must commit and git has no author name or email configured."""
+
+
+class UnsafeFiles(GenError):
+    """Raised before a push when files that would be committed look like secrets, exceed
+    the platform's size limit or are datasets/checkpoints; one ``path: why`` line a file."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+    def lines(self) -> list[str]:
+        return list(self.problems)
+
+    def details(self) -> list[str]:
+        return [
+            "nothing was committed or pushed: delete these files or add them to .gitignore "
+            "(git rm --cached PATH for tracked ones), then run gen push again"
+        ]
+
+
+class PushFailed(GenError):
+    """Raised when a git or image push fails for a reason none of its subclasses names;
+    ``tail`` is what the server or engine said, with secrets masked."""
+
+    def __init__(self, message: str, tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.tail = tail or []
+
+    def details(self) -> list[str]:
+        return [f"  {line}" for line in self.tail]
+
+
+class RemoteUnreachable(PushFailed):
+    """Raised when the git remote or the image registry does not answer."""
+
+
+class AuthRefused(PushFailed):
+    """Raised when the git remote or the registry refuses the credentials, or needs some
+    and none were given."""
+
+
+class RemoteDiverged(PushFailed):
+    """Raised when the remote branch has commits the local branch lacks (non-fast-forward)."""
+
+
+class RemoteMissing(PushFailed):
+    """Raised when the remote repository does not exist (or is not exported to this user)."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -170,3 +171,50 @@ def plan_build(
         network=network,
         extra=extra,
     )
+
+
+REGISTRY_USER_ENV = "GEN_REGISTRY_USER"
+REGISTRY_PASSWORD_ENV = "GEN_REGISTRY_PASSWORD"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REGISTRY = re.compile(
+    rf"(?P<host>{_LABEL}(?:\.{_LABEL})*)(?::(?P<port>\d{{1,5}}))?"
+    rf"/(?P<namespace>{_COMPONENT}(?:/{_COMPONENT})*)"
+)
+
+
+def registry_target(options: Options, registry: str, local_tag: str) -> tuple[str, str]:
+    """``(HOST[:PORT]/NAMESPACE/<project>, <tag part of local_tag>)`` for --registry."""
+    example = "e.g. swr.cn-north-4.myhuaweicloud.com/myteam or 127.0.0.1:5000/team"
+    why = None
+    match = REGISTRY.fullmatch(registry)
+    if "://" in registry:
+        why = "leave out the scheme"
+    elif "@" in registry:
+        why = f"leave out the user; the login comes from ${REGISTRY_USER_ENV} or docker login"
+    elif match is None:
+        why = "a host, an optional port and a lowercase namespace"
+    elif not (match["port"] or "." in match["host"] or match["host"] == "localhost"):
+        # Without a dot or a port, docker reads the host as a Docker Hub namespace.
+        why = f"{match['host']} is not a registry host (it needs a dot or a port)"
+    if why:
+        raise OptionError(
+            "--registry", f"{registry!r} is not HOST[:PORT]/NAMESPACE ({example}): {why}"
+        )
+    name, _, tag = local_tag.rpartition(":")
+    if "/" in tag or not name:
+        tag = "latest"
+    return f"{registry}/{options.project.lower()}", tag
+
+
+def registry_auth(environ: Mapping[str, str] = os.environ) -> dict[str, str] | None:
+    """The login from $GEN_REGISTRY_USER and $GEN_REGISTRY_PASSWORD; None: docker login's."""
+    user, password = environ.get(REGISTRY_USER_ENV), environ.get(REGISTRY_PASSWORD_ENV)
+    if not user and not password:
+        return None
+    if not (user and password):
+        raise GenError(
+            f"set both {REGISTRY_USER_ENV} and {REGISTRY_PASSWORD_ENV}, or neither to use "
+            "the login docker login stored"
+        )
+    return {"username": user, "password": password}

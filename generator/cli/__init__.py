@@ -23,11 +23,13 @@ def cli(debug: bool) -> None:
 def _register() -> None:
     from generator.cli.image import image
     from generator.cli.new import new
+    from generator.cli.push import push
     from generator.cli.ranktable import ranktable
 
     cli.add_command(new)
     cli.add_command(ranktable)
     cli.add_command(image)
+    cli.add_command(push)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -165,3 +165,60 @@ def smoke(target: str, project_dir: Path, tag: str | None, timeout: int) -> None
         f"passed in {time.monotonic() - start:.1f} s: wrote {', '.join(result.outputs)} "
         f"to {result.output_dir}"
     )
+
+
+@image.command("push")
+@TARGET
+@PROJECT_DIR
+@TAG
+@click.option(
+    "--registry",
+    required=True,
+    metavar="HOST[:PORT]/NAMESPACE",
+    help="Where to push, e.g. swr.cn-north-4.myhuaweicloud.com/myteam.",
+)
+def push_image(target: str, project_dir: Path, tag: str | None, registry: str) -> None:
+    """Push the built image to a registry as HOST[:PORT]/NAMESPACE/<project>:<tag>.
+
+    Login: $GEN_REGISTRY_USER and $GEN_REGISTRY_PASSWORD, else what docker login
+    stored (~/.docker/config.json). Prints the pushed reference with its digest.
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn
+
+    from generator import engine
+    from generator.image import check_target, default_tag, registry_auth, registry_target
+    from generator.project import read_record
+
+    project_dir = project_dir.resolve()
+    options = read_record(project_dir)
+    check_target(options, target)
+    local = tag or default_tag(options, target, project_dir)
+    repository, remote_tag = registry_target(options, registry, local)
+    auth = registry_auth()
+    docker = engine.connect()
+    docker.require_image(local, f"build it first: gen image build --target {target}")
+    console = _console()
+    click.echo(f"pushing {local} to {repository}:{remote_tag}")
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+    # Bars while it runs; what stays is one line a layer and the result.
+    with Progress(*columns, console=console, transient=True) as progress:
+        tasks: dict[str, TaskID] = {}
+        done: set[str] = set()
+
+        def show(event: engine.LayerProgress) -> None:
+            if event.layer in done:
+                return
+            if event.status in ("Preparing", "Waiting", "Pushing"):
+                if event.layer not in tasks:
+                    tasks[event.layer] = progress.add_task(event.layer, total=None)
+                if event.total:
+                    progress.update(tasks[event.layer], total=event.total, completed=event.current)
+                return
+            # Pushed, Layer already exists, Mounted from ...: this layer is done.
+            done.add(event.layer)
+            if event.layer in tasks:
+                progress.remove_task(tasks.pop(event.layer))
+            progress.console.print(f"{event.layer}: {event.status}", style="dim")
+
+        digest = docker.push(local, repository, remote_tag, auth=auth, on_progress=show)
+    click.echo(f"pushed {repository}:{remote_tag} as {repository}@{digest}")

@@ -9,14 +9,18 @@ missing engine fails them, it never skips them.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from generator import engine
+from tests.integration.gitservers import GitDaemon, GitHttp, bare_repo
+from tests.integration.registry import LocalRegistry
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN_BASE = os.environ.get("STANDIN_BASE", "train-template/standin-base:bookworm-py311")
@@ -102,3 +106,51 @@ def build_args(framework: str, wheelhouse: Path) -> list[str]:
         "--build-arg",
         f"FRAMEWORK={PINS[framework]}",
     ]
+
+
+# -- git servers and an image registry on 127.0.0.1, for gen push and gen image push --------
+@dataclass
+class GitServers:
+    """A bare-repository root served twice: by git daemon and by smart HTTP with a token."""
+
+    root: Path
+    token: str
+    daemon: GitDaemon
+    http: GitHttp
+
+    def bare(self, name: str) -> Path:
+        return bare_repo(self.root, name)
+
+
+@pytest.fixture
+def git_servers(tmp_path: Path) -> Iterator[GitServers]:
+    """Both servers, started for one test and stopped after it."""
+    root = tmp_path / "served"
+    root.mkdir()
+    # 40 hex digits: a Gitea (OpenI) access token has that shape.
+    token = secrets.token_hex(20)
+    servers = GitServers(root, token, GitDaemon(root).start(), GitHttp(root, token).start())
+    try:
+        yield servers
+    finally:
+        servers.daemon.stop()
+        servers.http.stop()
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[LocalRegistry]:
+    """A distribution registry on 127.0.0.1 demanding a login (tools/registry_up.sh installs it)."""
+    result = subprocess.run(
+        ["bash", str(REPO / "tools" / "registry_up.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"could not install docker-registry:\n{result.stderr[-3000:]}")
+    binary = result.stdout.strip().splitlines()[-1]
+    server = LocalRegistry(binary, tmp_path / "registry", "pusher", secrets.token_urlsafe(18))
+    try:
+        yield server.start()
+    finally:
+        server.stop()

@@ -1,4 +1,4 @@
-"""Fixtures for the training tests: the digits on disk and one rendered PyTorch project."""
+"""Fixtures for the training tests: the digits on disk, rendered PyTorch and MindSpore projects."""
 
 from __future__ import annotations
 
@@ -34,3 +34,27 @@ def pytorch_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         patch.delenv("COOKIECUTTER_CONFIG", raising=False)
         options = Options(project="demo", framework="pytorch", platform="generic")
         return render(options, tmp_path_factory.mktemp("project"))
+
+
+@pytest.fixture(scope="session")
+def mindspore_projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A MindSpore project per training loop ("model", "custom"), generic machine, rendered once.
+
+    Like pytorch_project: ./data holds the digits, tests share them read-only.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
+        return {
+            loop: render(
+                Options(
+                    project=f"ms_{loop}",
+                    framework="mindspore",
+                    target="ascend",
+                    platform="generic",
+                    ms_train_loop=loop,
+                ),
+                tmp_path_factory.mktemp(f"ms_{loop}"),
+            )
+            for loop in ("model", "custom")
+        }

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import replace
 
-from src import distributed
+from src import distributed, storage
 from src.config import parse_config
 from src.errors import TrainError
 from src.trainer import train
+
+# The node size this project was generated for: which rank of a node copies the data.
+DEVICES_PER_NODE = {{ cookiecutter.devices_per_node }}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run training; a mistake in the user's input is one line on stderr and exit status 2."""
     try:
         cfg = parse_config(argv)
+        # OBS data comes to this node's cache once; outputs go there and back to OBS.
+        staged = storage.stage(
+            cfg.data_url, cfg.train_url, storage.Placement.from_env(DEVICES_PER_NODE)
+        )
+        cfg = replace(cfg, data_url=staged.data_url, train_url=staged.train_url)
         ctx = distributed.setup(cfg.device_target)
         try:
             # Only rank 0 reports progress; the others speak up for warnings.
@@ -26,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
             if cfg.ignored_args:
                 logging.info("ignoring arguments for other tools: %s", " ".join(cfg.ignored_args))
             metrics = train(cfg, ctx)
+            if ctx.is_main:
+                staged.sync_output()
             logging.info("test accuracy %.4f; output in %s", metrics["accuracy"], cfg.output_dir)
         finally:
             distributed.cleanup()

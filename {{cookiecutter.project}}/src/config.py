@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -16,14 +17,16 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
 DEVICE_TARGETS = ("auto", "cpu", "cuda", "npu")
 # The names OpenI, ModelArts and MindSpore use for the same targets.
 DEVICE_ALIASES = {"gpu": "cuda", "ascend": "npu"}
+# A local directory, or an object-storage URL (obs://bucket/dir) that src/storage.py copies.
+Location = Path | str
 
 
 @dataclass(frozen=True)
 class Config:
     """The options of one training run."""
 
-    data_url: Path = Path("data")
-    train_url: Path = Path("output")
+    data_url: Location = Path("data")
+    train_url: Location = Path("output")
     dataset_name: str | None = None
     device_target: str = "auto"
     epoch_size: int = 10
@@ -38,12 +41,16 @@ class Config:
     ignored_args: tuple[str, ...] = ()
 
     @property
-    def data_dir(self) -> Path:
+    def data_dir(self) -> Location:
         """Where the dataset is: OpenI mounts each of several datasets under its name."""
-        return self.data_url / self.dataset_name if self.dataset_name else self.data_url
+        if not self.dataset_name:
+            return self.data_url
+        if isinstance(self.data_url, str):
+            return f"{self.data_url.rstrip('/')}/{self.dataset_name}"
+        return self.data_url / self.dataset_name
 
     @property
-    def output_dir(self) -> Path:
+    def output_dir(self) -> Location:
         """Where checkpoints and the run record go."""
         return self.train_url
 
@@ -103,10 +110,16 @@ def _whole(text: str) -> int:
     return int(_parse(text, int))
 
 
+def _location(text: str) -> Location:
+    # A URL stays a string: Path("obs://b/d") would collapse it to "obs:/b/d".
+    return text if "://" in text else Path(text)
+
+
 # The options config.yaml and the flags share: name -> (converter, help).
-OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "data_url": (Path, "dataset directory (the platform's input path)"),
-    "train_url": (Path, "output directory for checkpoints and the run record"),
+Options = dict[str, tuple[Callable[[str], Any], str]]
+OPTIONS: Options = {
+    "data_url": (_location, "dataset directory or obs:// URL (the platform's input path)"),
+    "train_url": (_location, "output directory or obs:// URL for checkpoints and the run record"),
     "dataset_name": (str, "read the data from <data_url>/<dataset_name> (OpenI multi-dataset)"),
     "device_target": (_device_target, "auto, cpu, cuda or npu"),
     "epoch_size": (_positive_int, "number of epochs"),
@@ -118,8 +131,27 @@ OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+# A framework's own options live in its overlay's src/config_ext.py, if it has
+# one: EXTRA_OPTIONS (name -> (converter, help)) and CONFIG_CLASS (a subclass of
+# Config with their fields). config.yaml and the flags then take them too.
+EXTENSION = "src.config_ext"
+
+
+def project_options() -> tuple[Options, type[Config]]:
+    """This project's options and the class that holds them: the shared ones, and a
+    framework's own when src/config_ext.py exists."""
+    try:
+        extension = importlib.import_module(EXTENSION)
+    except ModuleNotFoundError as err:
+        if err.name != EXTENSION:
+            raise
+        return OPTIONS, Config
+    return OPTIONS | extension.EXTRA_OPTIONS, extension.CONFIG_CLASS
+
+
+def build_parser(options: Options | None = None) -> argparse.ArgumentParser:
     """The command line; every flag defaults to None, meaning 'keep the YAML value'."""
+    options = options or project_options()[0]
     # allow_abbrev=False: a platform's --data must not be taken for --data_url.
     parser = _Parser(description="Train LeNet on MNIST.", allow_abbrev=False)
     parser.add_argument(
@@ -127,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help=f"YAML file of options (default: {DEFAULT_CONFIG.name} next to train.py)",
     )
-    for name, (convert, text) in OPTIONS.items():
+    for name, (convert, text) in options.items():
         parser.add_argument(f"--{name}", type=convert, help=text)
     parser.add_argument(
         "--smoke",
@@ -138,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path, options: Options = OPTIONS) -> dict[str, Any]:
     """The options in a YAML file, converted as their flags are; relative paths resolved
     against the file's directory, so that the project runs from any directory."""
     try:
@@ -151,13 +183,13 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} must hold a mapping of option: value")
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        if key not in OPTIONS:
-            raise ConfigError(f"{path}: unknown option {key!r}; known: {', '.join(OPTIONS)}")
+        if key not in options:
+            raise ConfigError(f"{path}: unknown option {key!r}; known: {', '.join(options)}")
         if value is None:
             continue
         try:
             # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
-            values[key] = OPTIONS[key][0](str(value))
+            values[key] = options[key][0](str(value))
         except argparse.ArgumentTypeError as err:
             raise ConfigError(f"{path}: {key}: {err}") from err
         if isinstance(values[key], Path) and not values[key].is_absolute():
@@ -171,14 +203,16 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     --smoke trains one epoch unless --epoch_size is given. Flags this script
     does not know, such as the --multi_data_url or --init_method that OpenI
     and ModelArts add, are kept in ignored_args instead of failing the job.
+    With src/config_ext.py the result is its CONFIG_CLASS.
     """
-    parser = build_parser()
+    options, config_class = project_options()
+    parser = build_parser(options)
     args, unknown = parser.parse_known_args(argv)
     config_path = args.config_path or DEFAULT_CONFIG
-    values = _read_yaml(config_path)
+    values = _read_yaml(config_path, options)
     values.update({key: v for key, v in vars(args).items() if v is not None})
     values["config_path"] = config_path
     if args.smoke and args.epoch_size is None:
         # A smoke run checks the plumbing: one epoch unless asked for more.
         values["epoch_size"] = 1
-    return replace(Config(), **values, ignored_args=tuple(unknown))
+    return replace(config_class(), **values, ignored_args=tuple(unknown))

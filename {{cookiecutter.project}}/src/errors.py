@@ -19,3 +19,8 @@ class CheckpointError(TrainError):
 
 class DeviceError(TrainError):
     """Raised when the requested device target is unknown or not available here."""
+
+
+class StorageError(TrainError):
+    """Raised when copying between object storage (OBS) and the node fails, or a rank waits
+    too long for the copy another rank makes; names the source and the destination."""

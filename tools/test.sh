@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash tools/bootstrap.sh "train,test,bench"
+bash tools/bootstrap.sh "train,mindspore,test,bench"
 exec .venv/bin/python -m pytest -ra "$@"

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 from generator import engine  # noqa: E402
 from generator.options import Options  # noqa: E402
 from generator.project import render  # noqa: E402
-from tests.integration.conftest import PINS, STANDIN_BASE, wheelhouse_for  # noqa: E402
+from tests.integration.conftest import PINS, STANDIN_BASE, build_args, wheelhouse_for  # noqa: E402
 
 MB = 1e6
 
@@ -68,16 +68,7 @@ def main() -> None:
         before = docker.image_ids()
         try:
             for target in ("cuda", "ascend"):
-                common = [
-                    "--target",
-                    target,
-                    "--base-image",
-                    STANDIN_BASE,
-                    "--wheelhouse",
-                    str(wheels),
-                    "--build-arg",
-                    f"FRAMEWORK={PINS[args.framework]}",
-                ]
+                common = ["--target", target, *build_args(args.framework, wheels)]
                 cold = gen("image", "build", *common, "--no-cache", cwd=project)
                 train = project / "train.py"
                 train.write_text(train.read_text() + f"\n# edited for the {target} rebuild\n")

@@ -100,7 +100,7 @@ class Catalog:
 
     entries: dict[str, Entry]
     defaults: dict[tuple[str, str], str]
-    os_python: dict[str, str]
+    os_python: dict[str, tuple[str, ...]]
     source: Path
 
     def entry(self, entry_id: str) -> Entry:
@@ -268,8 +268,8 @@ def _entry_problems(entry: Entry, catalog: Catalog) -> list[str]:
         os_python = catalog.os_python.get(entry.os)
         if os_python is None:
             found.append(f"{where}.os: {entry.os!r} has no os_python entry")
-        elif entry.python != os_python:
-            found.append(f"{where}.python: {entry.os} installs Python {os_python}")
+        elif entry.python not in os_python:
+            found.append(f"{where}.python: apt on {entry.os} offers Python {', '.join(os_python)}")
         index = "cu" + "".join(major_minor)
         if entry.pytorch and not entry.pytorch.index_url.rstrip("/").endswith("/" + index):
             found.append(f"{where}.pytorch.index_url: not the {index} index of CUDA {entry.cuda}")
@@ -377,7 +377,7 @@ def _parse(data: object, path: Path) -> Catalog:
     return Catalog(
         entries={str(key): _entry(str(key), value) for key, value in entries.items()},
         defaults=defaults,
-        os_python={str(name): _text(os_python, name, "os_python") for name in os_python},
+        os_python={str(name): _pythons(os_python, name, "os_python") for name in os_python},
         source=path,
     )
 

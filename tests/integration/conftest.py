@@ -8,6 +8,7 @@ missing engine fails them, it never skips them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import subprocess
@@ -27,6 +28,8 @@ STANDIN_BASE = os.environ.get("STANDIN_BASE", "train-template/standin-base:bookw
 CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
 # What the tests install in images: the CPU wheels this machine has.
 PINS = {"pytorch": "torch==2.13.0", "mindspore": "mindspore==2.10.0"}
+# What each generated requirements.txt asks for (MindSpore's ops need NumPy 1.x).
+NUMPY = {"pytorch": "numpy", "mindspore": "numpy<2"}
 
 
 @pytest.fixture(scope="session")
@@ -41,24 +44,16 @@ def docker_engine() -> engine.Engine:
 
 
 def wheelhouse_for(framework: str) -> Path:
-    dest = CACHE / f"wheelhouse-{PINS[framework].replace('==', '-')}"
+    """Wheels for the framework pin and the project's requirements (numpy, pyyaml), so
+    that the image builds offline; cached by what was asked for."""
+    spec = [PINS[framework], NUMPY[framework], "pyyaml"]
+    digest = hashlib.sha256(" ".join(spec).encode()).hexdigest()[:10]
+    dest = CACHE / f"wheelhouse-{framework}-{digest}"
     done = dest / ".complete"
     if not done.exists():
         dest.mkdir(parents=True, exist_ok=True)
-        # The project's requirements (numpy, pyyaml) ride along: the build is offline.
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--dest",
-                str(dest),
-                PINS[framework],
-                "numpy",
-                "pyyaml",
-            ],
+            [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(dest), *spec],
             check=True,
         )
         done.touch()

@@ -105,7 +105,7 @@ def test_resolve_by_python_and_version(
         ),
         (
             {"target": "cuda", "framework": "mindspore", "python": "3.10"},
-            "nearest: Python 3.8 with mindspore 2.2.14 (cuda11.6-ubuntu20.04)",
+            "nearest: Python 3.9 with mindspore 2.6.0 (cuda11.6-ubuntu20.04)",
         ),
         (
             {
@@ -120,7 +120,7 @@ def test_resolve_by_python_and_version(
         (
             {"target": "cuda", "framework": "mindspore", "entry_id": "cuda11.8-ubuntu22.04"},
             "cuda11.8-ubuntu22.04 is not a base for cuda with mindspore; "
-            "use mindspore 2.2.14 (cuda11.6-ubuntu20.04)",
+            "use mindspore 2.6.0 (cuda11.6-ubuntu20.04)",
         ),
         (
             {"target": "cuda", "framework": "pytorch", "entry_id": "cann8.0.0-910b-ubuntu22.04"},
@@ -144,7 +144,7 @@ def test_what_does_not_fit_is_one_line_with_the_nearest_choice(
 
 
 def test_entries_are_plain_data_for_templates(catalog: cat.Catalog) -> None:
-    data = catalog.default("ascend", "pytorch").as_dict()
+    data = catalog.default("ascend", "mindspore").as_dict()
     assert data["pytorch"]["torch_npu"] and data["mindspore"]["package"] == "mindspore"
     assert yaml.safe_dump(data)
 
@@ -190,7 +190,7 @@ CANN = "entries/cann8.0.0-910b-ubuntu22.04"
         ),
         (
             _set(f"{CUDA}/python", "3.8"),
-            "entries.cuda11.8-ubuntu22.04.python: ubuntu22.04 installs Python 3.10",
+            "entries.cuda11.8-ubuntu22.04.python: apt on ubuntu22.04 offers Python 3.10, 3.11",
         ),
         (
             _set(f"{CANN}/python", "3.11"),

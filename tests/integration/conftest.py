@@ -20,11 +20,14 @@ from pathlib import Path
 import pytest
 
 from generator import engine
+from generator.options import Options
+from generator.project import render
 from tests.integration.gitservers import GitDaemon, GitHttp, bare_repo
 from tests.integration.registry import LocalRegistry
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN_BASE = os.environ.get("STANDIN_BASE", "train-template/standin-base:bookworm-py311")
+STANDIN_PYTHON = "python3.11"
 CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
 # What the tests install in images: the CPU wheels this machine has.
 PINS = {"pytorch": "torch==2.13.0", "mindspore": "mindspore==2.10.0"}
@@ -91,6 +94,19 @@ def gen(
     )
 
 
+def committed_project(options: Options, dest: Path) -> Path:
+    """A generated project in a git repository with one commit, as users build it:
+    the image tag and labels carry the commit."""
+    project = render(options, dest)
+    for cmd in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "generated"],
+    ):
+        subprocess.run(["git", *cmd], cwd=project, check=True)
+    return project
+
+
 def build_args(framework: str, wheelhouse: Path) -> list[str]:
     """Build the project's own Dockerfile on the stand-in base, offline."""
     return [
@@ -100,6 +116,9 @@ def build_args(framework: str, wheelhouse: Path) -> list[str]:
         str(wheelhouse),
         "--build-arg",
         f"FRAMEWORK={PINS[framework]}",
+        # The stand-in's interpreter, where the catalogue's base would have its own.
+        "--build-arg",
+        f"PYTHON={STANDIN_PYTHON}",
     ]
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from generator import engine
 from generator.options import Options
-from generator.project import render
-from tests.integration.conftest import build_args, gen
+from tests.integration.conftest import build_args, committed_project, gen
 from tests.integration.gitservers import free_port
 from tests.integration.registry import LocalRegistry
 
@@ -19,14 +18,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def _committed_project(tmp_path: Path) -> Path:
-    project = render(Options("pushimg", framework="pytorch", target="cuda"), tmp_path)
-    for cmd in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "generated"],
-    ):
-        subprocess.run(["git", *cmd], cwd=project, check=True)
-    return project
+    return committed_project(Options("pushimg", framework="pytorch", target="cuda"), tmp_path)
 
 
 def test_push_then_pull_back_by_digest(

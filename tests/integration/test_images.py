@@ -9,22 +9,19 @@ import pytest
 
 from generator import engine
 from generator.options import Options
-from generator.project import render
-from tests.integration.conftest import STANDIN_BASE, build_args, gen
+from tests.integration.conftest import (
+    STANDIN_BASE,
+    STANDIN_PYTHON,
+    build_args,
+    committed_project,
+    gen,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def _project(tmp_path: Path, framework: str, target: str = "both") -> Path:
-    project = render(Options("imgtest", framework=framework, target=target), tmp_path)
-    # A committed project, as users build it: the tag and labels carry the commit.
-    for cmd in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "generated"],
-    ):
-        subprocess.run(["git", *cmd], cwd=project, check=True)
-    return project
+    return committed_project(Options("imgtest", framework=framework, target=target), tmp_path)
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
@@ -108,11 +105,13 @@ def test_errors_are_one_clear_message(
         str(wheels),
         "--build-arg",
         "FRAMEWORK=torch==0.0.1",
+        "--build-arg",
+        f"PYTHON={STANDIN_PYTHON}",
         cwd=project,
     )
     assert result.returncode == 1
     first, *rest = result.stderr.strip().splitlines()
-    assert first.startswith("error: build failed at Step ") and "RUN python3 -m venv" in first
+    assert first.startswith("error: build failed at Step ") and "-m venv /opt/venv" in first
     assert any("torch==0.0.1" in line for line in rest)
     assert rest[-1].startswith("full log: ")
 

@@ -10,6 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+# Where `gen push` reads the platform token from, and the platform's file size limit.
+TOKEN_ENV = "OPENI_TOKEN"
+DEFAULT_MAX_MB = 100.0
+
 # Key and credential files, by name. Examples of .env files are meant to be shared.
 SECRET_NAMES = {
     ".env",

@@ -34,14 +34,13 @@ from generator.errors import (
     RemoteUnreachable,
     UnsafeFiles,
 )
+from generator.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 from generator.image import public_url
 from generator.project import read_record
 
-TOKEN_ENV = "OPENI_TOKEN"
 USER_ENV = "OPENI_USER"
 # Gitea (OpenI) takes an access token as the password whatever the user name is.
 TOKEN_USER = "oauth2"
-DEFAULT_MAX_MB = 100.0
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 TAIL_LINES = 12
 

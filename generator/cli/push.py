@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from generator.gitpush import DEFAULT_MAX_MB, TOKEN_ENV
+# Only the defaults here: gitpush (and what it imports) loads when push runs.
+from generator.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 
 
 @click.command()

@@ -1,1 +1,1 @@
-"""{{ cookiecutter.project }}: LeNet on MNIST-format data for CPU, CUDA and Ascend."""
+"""Training code shared by the frameworks: config, data, storage and the run record."""

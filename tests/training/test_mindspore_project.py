@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+import mindspore as ms
+import numpy as np
 import pytest
-
-ms = pytest.importorskip("mindspore")
-np = pytest.importorskip("numpy")
 
 LOOPS = ("model", "custom")
 # Variables a launcher or a platform sets; a test that wants them sets them itself.

@@ -9,9 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("sklearn")
-
-from generator.sample_data import (  # noqa: E402
+from generator.sample_data import (
     TEMPLATE_DATA_DIR,
     digits_as_mnist,
     idx_bytes,

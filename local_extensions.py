@@ -27,11 +27,6 @@ def shell_quote(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def py_str(value: object) -> str:
-    """A value as a Python string literal (JSON strings are valid Python literals)."""
-    return json.dumps(str(value))
-
-
 def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
     """An example HCCL rank table (placeholder addresses) as JSON text."""
     return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
@@ -66,7 +61,6 @@ class TrainTemplateExtension(Extension):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         environment.filters["shell_quote"] = shell_quote
-        environment.filters["py_str"] = py_str
         environment.filters["rank_table"] = rank_table
         environment.filters["module_source"] = module_source
         environment.filters["image_entry"] = image_entry

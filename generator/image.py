@@ -28,10 +28,14 @@ class BuildPlan:
     dockerfile: str
     tag: str
     buildargs: dict[str, str]
-    wheelhouse: Path | None = None
     nocache: bool = False
     network: str | None = None
     extra: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def wheelhouse(self) -> Path | None:
+        """Local wheels joining the build context, if any."""
+        return self.extra.get("wheelhouse")
 
     @property
     def log_path(self) -> Path:
@@ -166,7 +170,6 @@ def plan_build(
         dockerfile=dockerfile,
         tag=tag or default_tag(options, target, project_dir),
         buildargs={k: v for k, v in args.items() if k in known},
-        wheelhouse=extra.get("wheelhouse"),
         nocache=nocache,
         network=network,
         extra=extra,

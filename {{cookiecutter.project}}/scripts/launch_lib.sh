@@ -24,6 +24,16 @@ absolute() {
     esac
 }
 
+# data and output: $DATA_DIR and $OUTPUT_DIR (from the caller's directory), else
+# the project's own data/ and output/. Flags parsed later may override them.
+# shellcheck disable=SC2034  # set for the sourcing script
+default_paths() {
+    data=${DATA_DIR:+$(absolute "$DATA_DIR")}
+    data=${data:-$project_root/data}
+    output=${OUTPUT_DIR:+$(absolute "$OUTPUT_DIR")}
+    output=${output:-$project_root/output}
+}
+
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
 is_count() {
     [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]

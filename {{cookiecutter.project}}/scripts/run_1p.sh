@@ -26,27 +26,11 @@ example:
 USAGE
 }
 
-die_usage() {
-    printf 'error: %s\n\n' "$1" >&2
-    usage >&2
-    exit 2
-}
-
-# A path from the command line or the environment is relative to the caller's
-# directory, not to the project root the script moves to.
-absolute() {
-    case $1 in
-        /*) printf '%s' "$1" ;;
-        *) printf '%s/%s' "$PWD" "$1" ;;
-    esac
-}
-
 project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=launch_lib.sh
+. "$project_root/scripts/launch_lib.sh"
 python=${PYTHON:-python3}
-data=${DATA_DIR:+$(absolute "$DATA_DIR")}
-data=${data:-$project_root/data}
-output=${OUTPUT_DIR:+$(absolute "$OUTPUT_DIR")}
-output=${output:-$project_root/output}
+default_paths
 device_id=${DEVICE_ID:-0}
 dry_run=false
 train_args=()
@@ -84,9 +68,7 @@ if [[ $dry_run == true ]]; then
     printf '. ./env.sh\n'
     printf 'export DEVICE_ID=%q RANK_ID=0 RANK_SIZE=1\n' "$device_id"
     printf 'unset RANK LOCAL_RANK WORLD_SIZE\n'
-    printf '%q' "${cmd[0]}"
-    printf ' %q' "${cmd[@]:1}"
-    printf '\n'
+    print_words "${cmd[@]}"
     exit 0
 fi
 

@@ -103,10 +103,7 @@ launcher=${LAUNCHER:-auto}
 rank_table=${RANK_TABLE_FILE:+$(absolute "$RANK_TABLE_FILE")}
 bind_cores=false
 {%- endif %}
-data=${DATA_DIR:+$(absolute "$DATA_DIR")}
-data=${data:-$project_root/data}
-output=${OUTPUT_DIR:+$(absolute "$OUTPUT_DIR")}
-output=${output:-$project_root/output}
+default_paths
 log_dir=${LOG_DIR:+$(absolute "$LOG_DIR")}
 dry_run=false
 train_args=()

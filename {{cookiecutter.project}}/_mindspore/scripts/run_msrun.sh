@@ -104,10 +104,7 @@ node_rank=${NODE_RANK:-0}
 master_addr=${MASTER_ADDR:-127.0.0.1}
 master_port=${MASTER_PORT:-8118}
 join=true
-data=${DATA_DIR:+$(absolute "$DATA_DIR")}
-data=${data:-$project_root/data}
-output=${OUTPUT_DIR:+$(absolute "$OUTPUT_DIR")}
-output=${output:-$project_root/output}
+default_paths
 log_dir=${LOG_DIR:+$(absolute "$LOG_DIR")}
 dry_run=false
 train_args=()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -59,6 +60,17 @@ class Config:
         values = asdict(self)
         del values["ignored_args"]
         return {key: str(v) if isinstance(v, Path) else v for key, v in values.items()}
+
+
+def env_int(name: str) -> int | None:
+    """A whole number a launcher put in the environment (RANK_SIZE, DEVICE_ID...), or None."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError as err:
+        raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
 
 
 class _Parser(argparse.ArgumentParser):

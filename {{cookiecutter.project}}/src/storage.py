@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from src.config import env_int
 from src.errors import ConfigError, StorageError
 
 CACHE_ENV = "TRAIN_CACHE_DIR"
@@ -48,19 +49,9 @@ def is_url(location: object) -> bool:
     return isinstance(location, str) and "://" in location
 
 
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError as err:
-        raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
-
-
 def _first_int(*names: str) -> int | None:
     for name in names:
-        value = _env_int(name)
+        value = env_int(name)
         if value is not None:
             return value
     return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import mindspore as ms
 from mindspore.communication import get_group_size, get_rank, init
 
+from src.config import env_int
 from src.config_ext import MSConfig
 from src.errors import DeviceError
 
@@ -28,16 +29,6 @@ class Context:
     def is_main(self) -> bool:
         """Rank 0 alone logs, saves checkpoints and writes the run record."""
         return self.rank == 0
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError as err:
-        raise DeviceError(f"environment variable {name}={value!r} is not a whole number") from err
 
 
 def _cpu_count() -> int:
@@ -80,8 +71,8 @@ def init_env(cfg: MSConfig) -> Context:
     # The same seed everywhere: every rank starts from the same weights.
     ms.set_seed(cfg.seed)
     target = device_target(cfg.device_target)
-    device_num = cfg.device_num or _env_int("RANK_SIZE") or 1
-    device_id = cfg.device_id if cfg.device_id is not None else _env_int("DEVICE_ID")
+    device_num = cfg.device_num or env_int("RANK_SIZE") or 1
+    device_id = cfg.device_id if cfg.device_id is not None else env_int("DEVICE_ID")
     # A CPU has no device index; msrun's DEVICE_ID is meant for accelerators.
     ms.set_device(target, None if target == "CPU" else device_id)
     ms.set_context(mode=MODES[cfg.context_mode])

@@ -9,8 +9,28 @@ import pytest
 
 from generator.options import Options
 from generator.project import render
+from tests.golden import UPDATE_FLAG, Golden
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        UPDATE_FLAG,
+        action="store_true",
+        help="rewrite the golden files from what the code renders now (then review the diff)",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """The golden files of the requesting module (its GOLDEN_CASES): ``golden.check(case, text)``."""
+    module = request.module
+    return Golden(
+        suite=module.__name__.rpartition(".")[2],
+        cases=tuple(module.GOLDEN_CASES),
+        update=bool(request.config.getoption(UPDATE_FLAG)),
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,20 @@ from pathlib import Path
 from generator.options import FRAMEWORKS, Options
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
-ASCEND_ONLY = ("rank_table_8p.json", "scripts/rank_table.py", "Dockerfile.ascend")
+ASCEND_ONLY = (
+    "rank_table_8p.json",
+    "scripts/rank_table.py",
+    "scripts/ranktable_rules.py",
+    "scripts/run_ranktable.sh",
+    "Dockerfile.ascend",
+    # Ascend ModelZoo's entry points: test/train_{full,performance}_{1p,8p}.sh.
+    "test",
+)
 CUDA_ONLY = ("Dockerfile.cuda",)
-# A MindSpore project carries the training loop it was generated with, not both.
+# A MindSpore project carries the training loop it was generated with, not both,
+# as src/train_loop.py.
 MS_LOOP_FILES = {"model": "src/model_loop.py", "custom": "src/custom_loop.py"}
+MS_LOOP = "src/train_loop.py"
 
 
 def finalize(project_dir: Path, options: Options) -> None:
@@ -37,12 +47,19 @@ def finalize(project_dir: Path, options: Options) -> None:
         gitignore.replace(project_dir / ".gitignore")
     if options.framework == "mindspore":
         for loop, name in MS_LOOP_FILES.items():
-            if loop != options.ms_train_loop:
+            if loop == options.ms_train_loop:
+                (project_dir / name).replace(project_dir / MS_LOOP)
+            else:
                 (project_dir / name).unlink(missing_ok=True)
     unused = {"cuda": ASCEND_ONLY, "ascend": CUDA_ONLY, "both": ()}[options.target]
     for name in unused:
-        (project_dir / name).unlink(missing_ok=True)
+        path = project_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
     # Users run ./scripts/run_1p.sh as often as bash scripts/run_1p.sh.
-    for script in [*project_dir.glob("scripts/*.sh"), project_dir / "env.sh"]:
+    scripts = [*project_dir.glob("scripts/*.sh"), *project_dir.glob("test/*.sh")]
+    for script in [*scripts, project_dir / "env.sh"]:
         if script.is_file():
             script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -21,6 +21,8 @@ DEVICES_PER_NODE = (1, 2, 4, 8)
 # MindSpore's training loop: Model.train with callbacks and data sink, or a
 # hand-written value_and_grad loop. PyTorch projects ignore it.
 MS_TRAIN_LOOPS = ("model", "custom")
+# The Ascend chip: its rank-table rules (generator/ranktable_rules.py). CUDA projects ignore it.
+CHIPS = ("910b", "910", "910_93")
 MAX_NODES = 1024
 
 # A directory name that is also safe as a docker image name component, a git
@@ -40,6 +42,7 @@ class Options:
     devices_per_node: int = 8
     nnodes: int = 1
     ms_train_loop: str = "model"
+    chip: str = "910b"
 
     def as_context(self) -> dict[str, str]:
         """The options as cookiecutter extra context (every value a string)."""
@@ -94,4 +97,5 @@ def validate(values: Mapping[str, object]) -> Options:
         ms_train_loop=_choice(
             "ms_train_loop", values.get("ms_train_loop", "model"), MS_TRAIN_LOOPS
         ),
+        chip=_choice("chip", values.get("chip", "910b"), CHIPS),
     )

@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from generator.errors import OptionError
-from generator.options import DEVICES_PER_NODE, FRAMEWORKS, MS_TRAIN_LOOPS, PLATFORMS, TARGETS
+from generator.options import (
+    CHIPS,
+    DEVICES_PER_NODE,
+    FRAMEWORKS,
+    MS_TRAIN_LOOPS,
+    PLATFORMS,
+    TARGETS,
+)
 
 
 def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -41,6 +48,7 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
     type=click.Choice(MS_TRAIN_LOOPS),
     help="MindSpore loop: Model.train (model) or value_and_grad (custom).",
 )
+@click.option("--chip", type=click.Choice(CHIPS), help="Ascend chip: rank-table rules.")
 @click.option(
     "-o",
     "--output-dir",
@@ -59,6 +67,7 @@ def new(
     devices_per_node: str | None,
     nnodes: int | None,
     ms_train_loop: str | None,
+    chip: str | None,
     output_dir: Path,
     no_input: bool,
     set_pairs: tuple[str, ...],
@@ -74,6 +83,7 @@ def new(
         "devices_per_node": devices_per_node,
         "nnodes": nnodes,
         "ms_train_loop": ms_train_loop,
+        "chip": chip,
     }
     given.update({key: value for key, value in flags.items() if value is not None})
     options = collect_options(project, given)

@@ -1,4 +1,4 @@
-"""`gen ranktable generate|merge|check`: HCCL rank tables for Ascend jobs."""
+"""`gen ranktable generate|merge|convert|check`: HCCL rank tables for Ascend jobs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from generator import ranktable as rt
-from generator.errors import FileExists, RankTableInvalid
+from generator.errors import FileExists, ProjectNotFound, RankTableInvalid
 
 OUTPUT = click.option(
     "-o",
@@ -21,6 +21,24 @@ OUTPUT = click.option(
     help="File to write.",
 )
 FORCE = click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+CHIP = click.option(
+    "--chip",
+    type=click.Choice(sorted(rt.CHIPS)),
+    help="The chip's rules: 910 (Atlas training), 910b (A2), 910_93 (A3). "
+    "Default: the project's answer (.train-template.json here), else 910b.",
+)
+
+
+def _chip(given: str | None) -> str:
+    """--chip, else the chip the project in this directory was generated for, else 910b."""
+    if given:
+        return given
+    from generator.project import read_record
+
+    try:
+        return read_record(Path.cwd()).chip
+    except ProjectNotFound:
+        return rt.DEFAULT_CHIP
 
 
 @contextmanager
@@ -44,7 +62,7 @@ def _write(table: rt.RankTable, output: Path, force: bool) -> None:
 
 @click.group()
 def ranktable() -> None:
-    """Build, merge and check HCCL rank tables (version 1.0, server_list)."""
+    """Build, merge, convert and check HCCL rank tables."""
 
 
 @ranktable.command()
@@ -56,6 +74,7 @@ def ranktable() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Read device IPs from address_N= lines (default /etc/hccn.conf).",
 )
+@CHIP
 @OUTPUT
 @FORCE
 def generate(
@@ -63,38 +82,55 @@ def generate(
     devices: str,
     device_ips: str | None,
     hccn_conf: Path | None,
+    chip: str | None,
     output: Path,
     force: bool,
 ) -> None:
-    """Write a one-server rank table."""
+    """Write a one-server rank table (version 1.0)."""
     with _rank_table_errors():
         ids = rt.parse_device_ids(devices)
         if device_ips:
-            table = rt.generate(server_ip, ids, [ip.strip() for ip in device_ips.split(",")])
+            ips = [ip.strip() for ip in device_ips.split(",")]
+            table = rt.generate(server_ip, ids, ips, _chip(chip))
         else:
             conf = hccn_conf or Path("/etc/hccn.conf")
             if not conf.is_file():
                 raise rt.RankTableError(
                     [f"device ips: give --device-ips or --hccn-conf ({conf} does not exist)"]
                 )
-            table = rt.generate_from_hccn(server_ip, ids, conf.read_text(encoding="utf-8"))
+            text = conf.read_text(encoding="utf-8")
+            table = rt.generate_from_hccn(server_ip, ids, text, _chip(chip))
     _write(table, output, force)
 
 
 @ranktable.command()
 @click.argument("tables", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@CHIP
 @OUTPUT
 @FORCE
-def merge(tables: tuple[Path, ...], output: Path, force: bool) -> None:
+def merge(tables: tuple[Path, ...], chip: str | None, output: Path, force: bool) -> None:
     """Join several servers' tables; ranks are renumbered in argument order."""
     with _rank_table_errors():
-        merged = rt.merge(rt.load(path) for path in tables)
+        merged = rt.merge((rt.load(path, _chip(chip)) for path in tables), _chip(chip))
     _write(merged, output, force)
 
 
 @ranktable.command()
 @click.argument("table", type=click.Path(dir_okay=False, path_type=Path))
-def check(table: Path) -> None:
-    """Validate a rank table and print a one-line summary."""
+@CHIP
+@OUTPUT
+@FORCE
+def convert(table: Path, chip: str | None, output: Path, force: bool) -> None:
+    """Rewrite a group_list, version 1.2 or MindCluster table as version 1.0."""
     with _rank_table_errors():
-        click.echo(rt.load(table).summary())
+        converted = rt.convert(rt.load(table, _chip(chip)))
+    _write(converted, output, force)
+
+
+@ranktable.command()
+@click.argument("table", type=click.Path(dir_okay=False, path_type=Path))
+@CHIP
+def check(table: Path, chip: str | None) -> None:
+    """Validate a rank table (any format) and print a one-line summary."""
+    with _rank_table_errors():
+        click.echo(rt.load(table, _chip(chip)).summary())

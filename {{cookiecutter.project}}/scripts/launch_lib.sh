@@ -1,6 +1,10 @@
 # shellcheck shell=bash
-# Sourced by the launch scripts, never run: argument checks and quoting{% if cookiecutter.target in ('ascend', 'both') %},
-# and the per-rank launcher that starts, watches and stops one process per rank{% endif %}.
+# Sourced by the launch scripts, never run: options, paths, the network interface of a
+# multi-node job, and the watch over what a launcher starts.
+# The options' variables (nproc, master_port ...) belong to the sourcing launcher:
+# shellcheck disable=SC2034,SC2154
+
+launcher_name=${0##*/}
 
 # A bad command line: the reason, then the sourcing script's usage; exit 2.
 die_usage() {
@@ -12,6 +16,7 @@ die_usage() {
 # A good command line that cannot run here (a missing file, a bad rank table).
 die() {
     printf 'error: %s\n' "$1" >&2
+    if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
     exit 1
 }
 
@@ -19,29 +24,14 @@ die() {
 # directory, not to the project root the script moves to.
 absolute() {
     case $1 in
-        /*) printf '%s' "$1" ;;
+        /* | '') printf '%s' "$1" ;;
         *) printf '%s/%s' "$PWD" "$1" ;;
     esac
 }
 
-# data and output: $DATA_DIR and $OUTPUT_DIR (from the caller's directory), else
-# the project's own data/ and output/. Flags parsed later may override them.
-# shellcheck disable=SC2034  # set for the sourcing script
-default_paths() {
-    data=${DATA_DIR:+$(absolute "$DATA_DIR")}
-    data=${data:-$project_root/data}
-    output=${OUTPUT_DIR:+$(absolute "$OUTPUT_DIR")}
-    output=${output:-$project_root/output}
-}
-
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
-is_count() {
-    [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]
-}
-
-is_index() {
-    [[ $1 =~ ^(0|[1-9][0-9]{0,4})$ ]]
-}
+is_count() { [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]; }
+is_index() { [[ $1 =~ ^(0|[1-9][0-9]{0,4})$ ]]; }
 
 # The words of a command, each quoted so that the line can be pasted into bash.
 print_words() {
@@ -50,182 +40,108 @@ print_words() {
     if [[ $# -gt 0 ]]; then printf ' %q' "$@"; fi
     printf '\n'
 }
-{%- if cookiecutter.target in ('ascend', 'both') %}
 
-# --- one process per rank ------------------------------------------------------
-# start_rank starts each, watch_ranks waits for them all and stops the rest
-# when one fails; a signal to the launcher stops them all.
-
-launcher_name=${0##*/}
-stop_timeout=${RANK_STOP_TIMEOUT:-10}
-started=0
-rank_pids=()
-rank_alive=()
-rank_ids=()
-rank_logs=()
-# Each rank leads its own process group (setsid), so that stopping it reaches
-# whatever it started, such as CANN's operator-compile workers. Where setsid is
-# missing, the rank process alone is signalled.
-new_session=()
-if command -v setsid >/dev/null 2>&1; then new_session=(setsid); fi
-
-check_stop_timeout() {
-    is_index "$stop_timeout" || die_usage "RANK_STOP_TIMEOUT must be whole seconds, not '$stop_timeout'"
-}
-
-# Send a signal to rank slot i's process group, or to the rank alone without one.
-signal_rank() {
-    kill "-$2" -- "-${rank_pids[$1]}" 2>/dev/null || kill "-$2" "${rank_pids[$1]}" 2>/dev/null
-}
-
-# SIGTERM to every running rank, SIGKILL to what outlives RANK_STOP_TIMEOUT.
-stop_ranks() {
-    local i waited left
-    for i in "${!rank_pids[@]}"; do
-        if [[ ${rank_alive[i]} == true ]]; then signal_rank "$i" TERM || true; fi
+# parse_options "$@": each --name in $value_options sets $name (dashes as underscores),
+# each in $flag_options sets it to true; what follows -- goes to train_args.
+parse_options() {
+    local name
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+            -h | --help) usage; exit 0 ;;
+            --) shift; train_args=("$@"); return 0 ;;
+        esac
+        name=${1#--}
+        name=${name//-/_}
+        if [[ " $value_options " == *" $1 "* ]]; then
+            [[ $# -ge 2 && -n $2 && $2 != --* ]] || die_usage "$1 needs a value"
+            printf -v "$name" '%s' "$2"
+            shift 2
+        elif [[ " $flag_options " == *" $1 "* ]]; then
+            printf -v "$name" true
+            shift
+        else
+            die_usage "unknown argument: $1"
+        fi
     done
-    for ((waited = 0; waited < stop_timeout * 5; waited++)); do
-        left=false
-        for i in "${!rank_pids[@]}"; do
-            if [[ ${rank_alive[i]} == true ]] && signal_rank "$i" 0; then left=true; fi
-        done
-        [[ $left == true ]] || break
+}
+
+# The checks every multi-process launcher makes of the shared options.
+check_job_options() {
+    is_count "$nproc" || die_usage "--nproc must be a whole number from 1, not '$nproc'"
+    is_count "$nnodes" || die_usage "--nnodes must be a whole number from 1, not '$nnodes'"
+    is_index "$node_rank" || die_usage "--node-rank must be a whole number from 0, not '$node_rank'"
+    [[ $node_rank -lt $nnodes ]] || die_usage "--node-rank $node_rank is not below --nnodes $nnodes"
+    is_count "$join_timeout" || die_usage "--join-timeout must be whole seconds, not '$join_timeout'"
+    if ! is_count "$master_port" || [[ $master_port -lt 1024 || $master_port -gt 65535 ]]; then
+        die_usage "--master-port must be a TCP port from 1024 to 65535, not '$master_port'"
+    fi
+}
+
+# Several nodes: the interface that routes to the master carries the job's traffic, and
+# this host's address on it is the one the others dial (a hostname may resolve to
+# 127.0.1.1, as Debian and Ubuntu set it up). Variables the user set are kept.
+choose_interface() {
+    local route
+    route=$("$python" "$project_root/scripts/cluster.py" route "$master_addr") || exit 1
+    net_iface=${route% *}
+    net_addr=${route#* }
+    : "${GLOO_SOCKET_IFNAME:=$net_iface}" "${NCCL_SOCKET_IFNAME:=$net_iface}"
+    : "${HCCL_SOCKET_IFNAME:=$net_iface}" "${HCCL_IF_IP:=$net_addr}"
+    export GLOO_SOCKET_IFNAME NCCL_SOCKET_IFNAME HCCL_SOCKET_IFNAME HCCL_IF_IP
+}
+
+# watch_job LOG COMMAND...: run COMMAND in its own session, its output kept in LOG and
+# its stdout (the ranks' progress) shown too; its stderr (a launcher's tracebacks) stays
+# in LOG. Until joined (a function of the launcher) says the job came together, the node
+# waits at most --join-timeout; a signal, or that timeout, stops the whole session.
+# Sets job_status to COMMAND's exit status (124 when the job never came together).
+watch_job() {
+    local log=$1 waited=0 stopping=''
+    shift
+    : >"$log"
+    setsid "$@" </dev/null > >(tee -a "$log") 2>>"$log" &
+    job_pid=$!
+    trap 'stopping=130' INT
+    trap 'stopping=143' TERM
+    trap 'stopping=129' HUP
+    while kill -0 "$job_pid" 2>/dev/null; do
+        if [[ -z $stopping && $waited -ge $((join_timeout * 5)) ]] && ! joined; then stopping=124; fi
+        if [[ -n $stopping ]]; then break; fi
         sleep 0.2
+        waited=$((waited + 1))
     done
-    for i in "${!rank_pids[@]}"; do
-        if [[ ${rank_alive[i]} == true ]]; then
-            signal_rank "$i" KILL || true
-            wait "${rank_pids[i]}" 2>/dev/null || true
-            rank_alive[i]=false
-        fi
-    done
-}
-
-# A rank forked but not yet started still runs these traps: only the launcher
-# itself ($$ is its pid in every subshell too) may stop the ranks.
-on_signal() {
-    if [[ $BASHPID == "$$" ]]; then
-        echo "$launcher_name: $2; stopping every rank" >&2
-        stop_ranks
-    fi
-    exit "$1"
-}
-
-# Call once, after everything that can fail before the first rank starts: from
-# here on the launcher must reach watch_ranks.
-trap_signals() {
-    trap 'on_signal 130 interrupted' INT
-    trap 'on_signal 129 "hung up"' HUP
-    trap 'on_signal 143 terminated' TERM
-}
-
-# start_rank RANK DIR LOG SHOW COMMAND...: run COMMAND in DIR, its output in LOG
-# and, with SHOW=true, here too (so that a platform's job log has one rank).
-start_rank() {
-    local rank=$1 dir=$2 log=$3 show=$4
-    shift 4
-    if [[ $show == true ]]; then
-        { cd "$dir" && exec ${new_session[@]+"${new_session[@]}"} "$@"; } \
-            </dev/null > >(tee "$log") 2>&1 &
-    else
-        { cd "$dir" && exec ${new_session[@]+"${new_session[@]}"} "$@"; } \
-            </dev/null >"$log" 2>&1 &
-    fi
-    rank_pids[started]=$!
-    rank_alive[started]=true
-    rank_ids[started]=$rank
-    rank_logs[started]=$log
-    started=$((started + 1))
-    printf '%s: rank %s started (pid %s), log %s\n' "$launcher_name" "$rank" "$!" "$log"
-}
-
-# Wait for every started rank. When one fails, stop the others, say which rank
-# failed and show the end of its log, and exit 1.
-watch_ranks() {
-    local i status=0 failed=-1 remaining=$started log
-    # Poll rather than `wait -n`: bash before 5.1 cannot say which rank ended,
-    # and a one-second tick is quick enough to stop the others.
-    while [[ $remaining -gt 0 && $failed -lt 0 ]]; do
-        for i in "${!rank_pids[@]}"; do
-            if [[ ${rank_alive[i]} == false ]] || kill -0 "${rank_pids[i]}" 2>/dev/null; then
-                continue
-            fi
-            status=0
-            wait "${rank_pids[i]}" || status=$?
-            rank_alive[i]=false
-            remaining=$((remaining - 1))
-            if [[ $status -ne 0 ]]; then
-                failed=$i
-                break
-            fi
+    if [[ -n $stopping ]]; then
+        kill -TERM -- "-$job_pid" 2>/dev/null || true
+        for ((waited = 0; waited < 50; waited++)); do
+            kill -0 -- "-$job_pid" 2>/dev/null || break
+            sleep 0.2
         done
-        if [[ $remaining -gt 0 && $failed -lt 0 ]]; then
-            sleep 1 &
-            wait $! || true
-        fi
-    done
-    [[ $failed -ge 0 ]] || return 0
-
-    log=${rank_logs[failed]}
-    stop_ranks
-    printf 'error: rank %s (pid %s) exited with status %s; the other ranks were stopped\n' \
-        "${rank_ids[failed]}" "${rank_pids[failed]}" "$status" >&2
-    if [[ -s $log ]]; then
-        printf 'last lines of %s:\n' "$log" >&2
-        tail -n 20 "$log" | sed 's/^/    /' >&2 || true
-    else
-        printf '%s is empty: the rank failed before it printed anything\n' "$log" >&2
+        kill -KILL -- "-$job_pid" 2>/dev/null || true
     fi
+    job_status=0
+    wait "$job_pid" || job_status=$?
+    trap - INT TERM HUP
+    if [[ -n $stopping ]]; then job_status=$stopping; fi
+    if [[ $job_status -ne 0 && $job_status -le 128 ]] && ! joined; then job_status=124; fi
+}
+
+# fail MESSAGE [LOG]: why, in one line, the last lines of LOG, and exit 1.
+fail() {
+    printf 'error: %s\n' "$1" >&2
+    if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
     exit 1
 }
-{%- if cookiecutter.framework == 'mindspore' %}
 
-# The CPU cores this launcher may use, one a line: its affinity list (0-3,8-11,
-# as a container or taskset set it), else 0 to the online count - 1.
-allowed_cores() {
-    local list part core
-    local -a parts
-    list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null) || list=''
-    [[ -n $list ]] || list=0-$(($(getconf _NPROCESSORS_ONLN) - 1))
-    IFS=, read -r -a parts <<<"$list"
-    for part in "${parts[@]}"; do
-        for ((core = ${part%-*}; core <= ${part#*-}; core++)); do echo "$core"; done
-    done
-}
-
-# core_slices N: the allowed cores in N equal slices, one a line as a taskset
-# list (0-5 or 0-2,8-10); nothing when taskset is missing or there are fewer
-# cores than N.
-core_slices() {
-    local width i core count=0 list prev start
-    local -a cores
-    if ! command -v taskset >/dev/null 2>&1; then
-        echo "$launcher_name: no taskset here; --bind-cores is ignored" >&2
-        return 0
+# job_failed MESSAGE [LOG]: the end of a watched job that failed; the join timeout and
+# signals have their own message.
+job_failed() {
+    if [[ $job_status -eq 124 ]]; then
+        die "node $node_rank: the job did not come together at $master_addr:$master_port within --join-timeout $join_timeout s (is node 0 up, and is $master_addr reachable from here?); nothing was left running"
     fi
-    mapfile -t cores < <(allowed_cores)
-    for core in "${cores[@]}"; do count=$((count + 1)); done
-    width=$((count / $1))
-    if [[ $width -lt 1 ]]; then
-        echo "$launcher_name: $count cores for $1 ranks; --bind-cores is ignored" >&2
-        return 0
+    if [[ $job_status -gt 128 ]]; then
+        printf '%s: stopped by a signal; every process of this node was stopped\n' "$launcher_name" >&2
+        exit "$job_status"
     fi
-    for ((i = 0; i < $1; i++)); do
-        # Consecutive cores as one range, so that the lists stay short.
-        list='' prev=-2 start=''
-        for core in "${cores[@]:i*width:width}"; do
-            if [[ $core -ne $((prev + 1)) ]]; then
-                if [[ -n $start ]]; then list+=$(core_range "$start" "$prev"),; fi
-                start=$core
-            fi
-            prev=$core
-        done
-        echo "$list$(core_range "$start" "$prev")"
-    done
+    fail "$@"
 }
-
-core_range() {
-    if [[ $1 -eq $2 ]]; then printf '%s' "$1"; else printf '%s-%s' "$1" "$2"; fi
-}
-{%- endif %}
-{%- endif %}

@@ -30,42 +30,19 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 python=${PYTHON:-python3}
-default_paths
-device_id=${DEVICE_ID:-0}
-dry_run=false
+data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output}
+device_id=${DEVICE_ID:-0} dry_run=false
 train_args=()
-
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --*=*)
-            # --opt=value: split it and parse again as --opt value.
-            set -- "${1%%=*}" "${1#*=}" "${@:2}"
-            continue
-            ;;
-        --data | --output | --device-id)
-            [[ $# -ge 2 && -n $2 && $2 != --* ]] || die_usage "$1 needs a value"
-            case $1 in
-                --data) data=$(absolute "$2") ;;
-                --output) output=$(absolute "$2") ;;
-                --device-id) device_id=$2 ;;
-            esac
-            shift 2
-            ;;
-        --dry-run) dry_run=true; shift ;;
-        -h | --help) usage; exit 0 ;;
-        --) shift; train_args=("$@"); break ;;
-        *) die_usage "unknown argument: $1" ;;
-    esac
-done
-
-[[ $device_id =~ ^[0-9]+$ ]] || die_usage "--device-id must be a whole number, not '$device_id'"
-
+value_options="--data --output --device-id"
+flag_options="--dry-run"
+parse_options "$@"
+is_index "$device_id" || die_usage "--device-id must be a whole number, not '$device_id'"
+data=$(absolute "$data") output=$(absolute "$output")
 cmd=("$python" train.py --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     # Printed as lines a shell can run, every word quoted.
-    printf 'cd %q\n' "$project_root"
-    printf '. ./env.sh\n'
+    printf 'cd %q\n. ./env.sh\n' "$project_root"
     printf 'export DEVICE_ID=%q RANK_ID=0 RANK_SIZE=1\n' "$device_id"
     printf 'unset RANK LOCAL_RANK WORLD_SIZE\n'
     print_words "${cmd[@]}"

@@ -1,14 +1,18 @@
-"""Training options: code defaults, overridden by config.yaml, overridden by command-line flags."""
+"""Training options: code defaults, overridden by config.yaml, overridden by command-line flags.
+
+A framework's own options live in its src/config_ext.py, if it has one:
+EXTRA_OPTIONS (name -> Option) and CONFIG_CLASS (a subclass of Config with their
+fields), built from the converters below. config.yaml and the flags take them too.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
 import yaml
 
@@ -18,48 +22,47 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
 DEVICE_TARGETS = ("auto", "cpu", "cuda", "npu")
 # The names OpenI, ModelArts and MindSpore use for the same targets.
 DEVICE_ALIASES = {"gpu": "cuda", "ascend": "npu"}
-# A local directory, or an object-storage URL (obs://bucket/dir) that src/storage.py copies.
-Location = Path | str
+SWITCH = ("auto", "true", "false")
 
 
 @dataclass(frozen=True)
 class Config:
-    """The options of one training run."""
+    """The options of one training run. A location is a local Path or an obs:// URL (str)."""
 
-    data_url: Location = Path("data")
-    train_url: Location = Path("output")
+    data_url: Path | str = Path("data")
+    train_url: Path | str = Path("output")
     dataset_name: str | None = None
+    train_dir: Path | None = None
+    test_dir: Path | None = None
     device_target: str = "auto"
     epoch_size: int = 10
     batch_size: int = 64
     lr: float = 0.02
     momentum: float = 0.9
     seed: int = 0
-    resume: Path | None = None
+    num_classes: int = 10
+    val_fraction: float = 0.1
+    amp: str = "auto"
+    resume: Path | str | None = None
+    pretrained: Path | None = None
+    skip_layers: tuple[str, ...] = ()
+    keep_checkpoints: int = 3
+    max_steps: int | None = None
     smoke: bool = False
     config_path: Path = DEFAULT_CONFIG
-    # Flags the platform added that this script does not use (logged once).
+    # Names of the flags the platform added that this script does not use (logged once).
     ignored_args: tuple[str, ...] = ()
-
-    @property
-    def data_dir(self) -> Location:
-        """Where the dataset is: OpenI mounts each of several datasets under its name."""
-        if not self.dataset_name:
-            return self.data_url
-        if isinstance(self.data_url, str):
-            return f"{self.data_url.rstrip('/')}/{self.dataset_name}"
-        return self.data_url / self.dataset_name
-
-    @property
-    def output_dir(self) -> Location:
-        """Where checkpoints and the run record go."""
-        return self.train_url
+    # The options given as flags: they win over what a platform's environment says.
+    given: tuple[str, ...] = ()
 
     def hparams(self) -> dict[str, Any]:
         """The options as JSON values, for the run record."""
         values = asdict(self)
-        del values["ignored_args"]
-        return {key: str(v) if isinstance(v, Path) else v for key, v in values.items()}
+        del values["ignored_args"], values["given"]
+        return {
+            key: str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
+            for key, v in values.items()
+        }
 
 
 def env_int(name: str) -> int | None:
@@ -73,11 +76,69 @@ def env_int(name: str) -> int | None:
         raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
 
 
-class _Parser(argparse.ArgumentParser):
-    # argparse prints usage and exits by itself; raise instead, so that every
-    # user error reaches train.py's one-line report.
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"{message} (see --help)")
+# --- converters: text (a flag or a YAML value) to a typed value; shared with config_ext ------
+def _parse(text: str, kind: type[Any], noun: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+
+
+def integer(minimum: int | None = None) -> Callable[[str], int]:
+    """A whole number, at least ``minimum`` when one is given."""
+
+    def convert(text: str) -> int:
+        value = int(_parse(text, int, "whole number"))
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} must be at least {minimum}")
+        return value
+
+    return convert
+
+
+def number(low: float, high: float | None = None, with_low: bool = False) -> Callable[[str], float]:
+    """A number above ``low`` (or equal to it, ``with_low``), and below ``high`` when given."""
+
+    def convert(text: str) -> float:
+        value = float(_parse(text, float, "number"))
+        if (value < low if with_low else value <= low) or (high is not None and value >= high):
+            where = f"above {low:g}" if high is None else f"in ({low:g}, {high:g})"
+            if with_low:
+                where = f"in [{low:g}, {high:g})" if high is not None else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{text} must be {where}")
+        return value
+
+    return convert
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    """One of ``allowed``, compared without case."""
+
+    def convert(text: str) -> str:
+        if text.lower() not in allowed:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(allowed)}")
+        return text.lower()
+
+    return convert
+
+
+def boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def words(text: str) -> tuple[str, ...]:
+    """A comma-separated list (classifier.4,features.0), empty items dropped."""
+    return tuple(word.strip() for word in text.split(",") if word.strip())
+
+
+def location(text: str) -> Path | str:
+    # A URL stays a string: Path("obs://b/d") would collapse it to "obs:/b/d".
+    return text if "://" in text else Path(text)
 
 
 def _device_target(text: str) -> str:
@@ -89,67 +150,45 @@ def _device_target(text: str) -> str:
     return target
 
 
-def _parse(text: str, kind: type[int] | type[float]) -> int | float:
-    try:
-        return kind(text)
-    except ValueError:
-        noun = "whole number" if kind is int else "number"
-        raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+def _resume(text: str) -> Path | str:
+    return "auto" if text.strip().lower() == "auto" else Path(text)
 
 
-def _positive_int(text: str) -> int:
-    value = int(_parse(text, int))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
+@dataclass(frozen=True)
+class Option:
+    """A flag and config.yaml key: its converter, help text and other flag names."""
+
+    convert: Callable[[str], Any]
+    help: str
+    aliases: tuple[str, ...] = ()
 
 
-def _positive_float(text: str) -> float:
-    value = _parse(text, float)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be above 0")
-    return value
-
-
-def _momentum(text: str) -> float:
-    value = _parse(text, float)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be in [0, 1)")
-    return value
-
-
-def _whole(text: str) -> int:
-    return int(_parse(text, int))
-
-
-def _location(text: str) -> Location:
-    # A URL stays a string: Path("obs://b/d") would collapse it to "obs:/b/d".
-    return text if "://" in text else Path(text)
-
-
-# The options config.yaml and the flags share: name -> (converter, help).
-Options = dict[str, tuple[Callable[[str], Any], str]]
-OPTIONS: Options = {
-    "data_url": (_location, "dataset directory or obs:// URL (the platform's input path)"),
-    "train_url": (_location, "output directory or obs:// URL for checkpoints and the run record"),
-    "dataset_name": (str, "read the data from <data_url>/<dataset_name> (OpenI multi-dataset)"),
-    "device_target": (_device_target, "auto, cpu, cuda or npu"),
-    "epoch_size": (_positive_int, "number of epochs"),
-    "batch_size": (_positive_int, "samples per step on each device"),
-    "lr": (_positive_float, "learning rate"),
-    "momentum": (_momentum, "SGD momentum"),
-    "seed": (_whole, "seed of the weight init and the data order"),
-    "resume": (Path, "checkpoint to continue from"),
+OPTIONS: dict[str, Option] = {
+    "data_url": Option(location, "dataset directory or obs:// URL (the platform's input path)"),
+    "train_url": Option(location, "output directory or obs:// URL: checkpoints and run record"),
+    "dataset_name": Option(str, "the dataset under data_url to read, when it holds several"),
+    "train_dir": Option(Path, "read the training split from here", ("--traindata",)),
+    "test_dir": Option(Path, "read the test split from here", ("--testdata",)),
+    "device_target": Option(_device_target, "auto, cpu, cuda or npu (gpu, ascend)"),
+    "epoch_size": Option(integer(1), "number of epochs"),
+    "batch_size": Option(integer(1), "samples per step on each device"),
+    "lr": Option(number(0), "learning rate"),
+    "momentum": Option(number(0, 1, with_low=True), "SGD momentum"),
+    "seed": Option(integer(), "seed of the weight init, the data order and the validation split"),
+    "num_classes": Option(integer(2), "classes the model predicts (labels must be below it)"),
+    "val_fraction": Option(number(0, 1), "share of the training data held out for validation"),
+    "amp": Option(choice(*SWITCH), "mixed precision: auto (on for accelerators), true, false"),
+    "resume": Option(_resume, "checkpoint to continue from, or auto: the newest in train_url"),
+    "pretrained": Option(Path, "load model weights (only) from this checkpoint"),
+    "skip_layers": Option(words, "with --pretrained: layers to leave initialised (a,b)"),
+    "keep_checkpoints": Option(integer(1), "checkpoints kept besides the best (newest first)"),
+    "max_steps": Option(integer(1), "stop after this many training steps (performance runs)"),
 }
 
-
-# A framework's own options live in its overlay's src/config_ext.py, if it has
-# one: EXTRA_OPTIONS (name -> (converter, help)) and CONFIG_CLASS (a subclass of
-# Config with their fields). config.yaml and the flags then take them too.
 EXTENSION = "src.config_ext"
 
 
-def project_options() -> tuple[Options, type[Config]]:
+def project_options() -> tuple[dict[str, Option], type[Config]]:
     """This project's options and the class that holds them: the shared ones, and a
     framework's own when src/config_ext.py exists."""
     try:
@@ -158,12 +197,18 @@ def project_options() -> tuple[Options, type[Config]]:
         if err.name != EXTENSION:
             raise
         return OPTIONS, Config
-    return OPTIONS | extension.EXTRA_OPTIONS, extension.CONFIG_CLASS
+    return {**OPTIONS, **extension.EXTRA_OPTIONS}, extension.CONFIG_CLASS
 
 
-def build_parser(options: Options | None = None) -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits by itself; raise instead, so that every
+    # user error reaches train.py's one-line report.
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see --help)")
+
+
+def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
     """The command line; every flag defaults to None, meaning 'keep the YAML value'."""
-    options = options or project_options()[0]
     # allow_abbrev=False: a platform's --data must not be taken for --data_url.
     parser = _Parser(description="Train LeNet on MNIST.", allow_abbrev=False)
     parser.add_argument(
@@ -171,8 +216,10 @@ def build_parser(options: Options | None = None) -> argparse.ArgumentParser:
         type=Path,
         help=f"YAML file of options (default: {DEFAULT_CONFIG.name} next to train.py)",
     )
-    for name, (convert, text) in options.items():
-        parser.add_argument(f"--{name}", type=convert, help=text)
+    for name, option in options.items():
+        parser.add_argument(
+            f"--{name}", *option.aliases, dest=name, type=option.convert, help=option.help
+        )
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -182,7 +229,7 @@ def build_parser(options: Options | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _read_yaml(path: Path, options: Options = OPTIONS) -> dict[str, Any]:
+def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
     """The options in a YAML file, converted as their flags are; relative paths resolved
     against the file's directory, so that the project runs from any directory."""
     try:
@@ -199,9 +246,11 @@ def _read_yaml(path: Path, options: Options = OPTIONS) -> dict[str, Any]:
             raise ConfigError(f"{path}: unknown option {key!r}; known: {', '.join(options)}")
         if value is None:
             continue
+        if isinstance(value, list):
+            value = ",".join(map(str, value))
         try:
             # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
-            values[key] = options[key][0](str(value))
+            values[key] = options[key].convert(str(value))
         except argparse.ArgumentTypeError as err:
             raise ConfigError(f"{path}: {key}: {err}") from err
         if isinstance(values[key], Path) and not values[key].is_absolute():
@@ -209,22 +258,28 @@ def _read_yaml(path: Path, options: Options = OPTIONS) -> dict[str, Any]:
     return values
 
 
+def _flag_names(unknown: Sequence[str]) -> tuple[str, ...]:
+    """The names among arguments argparse did not know (--init_method=x -> --init_method)."""
+    names = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
+    return tuple(dict.fromkeys(names))
+
+
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse argv (default: sys.argv[1:]) over config.yaml over the code defaults.
 
-    --smoke trains one epoch unless --epoch_size is given. Flags this script
-    does not know, such as the --multi_data_url or --init_method that OpenI
-    and ModelArts add, are kept in ignored_args instead of failing the job.
-    With src/config_ext.py the result is its CONFIG_CLASS.
+    --smoke trains one epoch unless --epoch_size is given. Flags this script does
+    not know, such as the --multi_data_url or --init_method that OpenI and
+    ModelArts add, are kept by name in ignored_args instead of failing the job.
     """
     options, config_class = project_options()
-    parser = build_parser(options)
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = build_parser(options).parse_known_args(argv)
     config_path = args.config_path or DEFAULT_CONFIG
     values = _read_yaml(config_path, options)
-    values.update({key: v for key, v in vars(args).items() if v is not None})
+    flags = {key: v for key, v in vars(args).items() if v is not None}
+    values.update(flags)
+    values["given"] = tuple(flags)
     values["config_path"] = config_path
     if args.smoke and args.epoch_size is None:
         # A smoke run checks the plumbing: one epoch unless asked for more.
         values["epoch_size"] = 1
-    return replace(config_class(), **values, ignored_args=tuple(unknown))
+    return replace(config_class(), **values, ignored_args=_flag_names(unknown))

@@ -1,8 +1,8 @@
-"""The errors a user can cause; train.py prints them as one line and exits with status 2."""
+"""The errors a user or the platform can cause; train.py prints them as one line and exits 2."""
 
 
 class TrainError(Exception):
-    """Base class: a problem with the user's input, not a bug (no traceback is shown)."""
+    """Base class: a problem with the input or the platform, not a bug (no traceback is shown)."""
 
 
 class ConfigError(TrainError):
@@ -10,17 +10,28 @@ class ConfigError(TrainError):
 
 
 class DatasetError(TrainError):
-    """Raised when the dataset is missing or malformed; names the paths searched."""
+    """Raised when the dataset is missing, ambiguous or malformed; names the paths searched."""
 
 
 class CheckpointError(TrainError):
-    """Raised when --resume names a file that is missing or is not a checkpoint of this model."""
+    """Raised when a checkpoint to resume from or pretrained weights to load are missing or do
+    not fit the model; names the file and, for a shape mismatch, the layer."""
 
 
 class DeviceError(TrainError):
-    """Raised when the requested device target is unknown or not available here."""
+    """Raised when the requested device is not available, or a multi-rank start lacks what the
+    ranks need to meet (the message names the missing variables)."""
 
 
 class StorageError(TrainError):
-    """Raised when copying between object storage (OBS) and the node fails, or a rank waits
+    """Raised when copying between the platform's storage and the node fails, or a rank waits
     too long for the copy another rank makes; names the source and the destination."""
+
+
+class Stopped(Exception):
+    """Raised in the main thread when the platform stops the job (SIGTERM, SIGINT): the runner
+    uploads what the finished epochs left, then exits with 128 + the signal number."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(f"stopped by {name}")
+        self.signum = signum

@@ -1,4 +1,4 @@
-"""Read MNIST's idx files with numpy alone (plain or .gz), wherever the platform put them."""
+"""Read MNIST's idx files with numpy alone (plain or .gz), and hold out a validation split."""
 
 from __future__ import annotations
 
@@ -15,11 +15,7 @@ FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
-# Flat, OpenI's train/ and test/ folders, and torchvision's download layout.
-SUBDIRS = ("", "train", "test", "MNIST/raw")
-EXPECTED = ", ".join(name for pair in FILES.values() for name in pair) + " (each may end in .gz)"
 IMAGE_SIZE = 28
-NUM_CLASSES = 10
 UBYTE = 0x08
 
 
@@ -33,15 +29,17 @@ class Split:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def take(self, indices: np.ndarray) -> Split:
+        return Split(self.images[indices], self.labels[indices])
 
-def find_file(root: Path, name: str) -> Path:
-    """The first of ``name`` or ``name.gz`` in the known layouts under root."""
-    for subdir in SUBDIRS:
-        for candidate in (root / subdir / name, root / subdir / f"{name}.gz"):
-            if candidate.is_file():
-                return candidate
-    searched = ", ".join(str(root / subdir) for subdir in SUBDIRS)
-    raise DatasetError(f"{name}[.gz] not found in {searched}; expected {EXPECTED}")
+
+@dataclass(frozen=True)
+class Splits:
+    """What a run trains on (train), selects checkpoints by (val) and reports at the end (test)."""
+
+    train: Split
+    val: Split
+    test: Split
 
 
 def read_idx(path: Path) -> np.ndarray:
@@ -70,10 +68,8 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
-def load_split(root: Path, split: str) -> Split:
-    """Load the ``train`` or ``test`` split found under root."""
-    image_name, label_name = FILES[split]
-    image_path, label_path = find_file(root, image_name), find_file(root, label_name)
+def read_split(image_path: Path, label_path: Path, num_classes: int) -> Split:
+    """A split from its image and label files, checked against each other."""
     images, labels = read_idx(image_path), read_idx(label_path)
     if images.ndim != 3 or images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE):
         raise DatasetError(f"{image_path} holds images of shape {images.shape[1:]}, not 28x28")
@@ -83,24 +79,29 @@ def load_split(root: Path, split: str) -> Split:
         raise DatasetError(
             f"{image_path} holds {len(images)} images but {label_path} {len(labels)} labels"
         )
-    if len(labels) and labels.max() >= NUM_CLASSES:
-        raise DatasetError(f"{label_path} holds label {labels.max()}; MNIST labels are 0-9")
+    if len(labels) and labels.max() >= num_classes:
+        raise DatasetError(
+            f"{label_path} holds label {labels.max()}, but the model has {num_classes} classes "
+            "(--num_classes)"
+        )
     return Split(images, labels.astype(np.int64))
 
 
-def load_mnist(root: Path) -> tuple[Split, Split]:
-    """The train and test splits under root; one DatasetError names what is missing."""
-    if not root.is_dir():
-        raise DatasetError(f"dataset directory {root} does not exist; expected {EXPECTED} in it")
-    return load_split(root, "train"), load_split(root, "test")
+def hold_out(train: Split, fraction: float, seed: int) -> tuple[Split, Split]:
+    """Split off ``fraction`` of the training data for validation, the same on every rank.
+
+    The choice depends only on the seed, so a resumed run validates on the same
+    samples, and the test set stays untouched until the end of training.
+    """
+    order = np.random.default_rng([seed, 0x7A1]).permutation(len(train))
+    count = max(1, round(len(train) * fraction))
+    if count >= len(train):
+        raise DatasetError(f"val_fraction {fraction} leaves no training data")
+    return train.take(np.sort(order[count:])), train.take(np.sort(order[:count]))
 
 
-def synthetic_mnist(num_train: int, num_test: int, seed: int = 0) -> tuple[Split, Split]:
+def synthetic(count: int, num_classes: int, seed: int) -> Split:
     """Random images and labels in MNIST's shapes: for --smoke runs, which test plumbing only."""
     rng = np.random.default_rng(seed)
-
-    def split(count: int) -> Split:
-        images = rng.integers(0, 256, size=(count, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
-        return Split(images, rng.integers(0, NUM_CLASSES, size=count, dtype=np.int64))
-
-    return split(num_train), split(num_test)
+    images = rng.integers(0, 256, size=(count, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    return Split(images, rng.integers(0, num_classes, size=count, dtype=np.int64))

@@ -86,6 +86,14 @@ class RunRecord:
         with (self.output_dir / METRICS).open("a", encoding="utf-8") as stream:
             stream.write(json.dumps(line) + "\n")
 
+    def remove_artifact(self, path: Path) -> None:
+        """Forget a file under output_dir that was deleted (a checkpoint no longer kept)."""
+        if not self.enabled:
+            return
+        relative = path.as_posix()
+        self._artifacts = [a for a in self._artifacts if a["path"] != relative]
+        _write_json(self.output_dir / ARTIFACTS, self._artifacts)
+
     def add_artifact(self, path: Path) -> None:
         """Record a file under output_dir with its size and hash (replacing an older entry)."""
         if not self.enabled:

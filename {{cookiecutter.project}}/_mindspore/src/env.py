@@ -24,6 +24,7 @@ class Context:
     device_target: str
     rank: int = 0
     group_size: int = 1
+    device_id: int | None = None
 
     @property
     def is_main(self) -> bool:
@@ -61,6 +62,26 @@ def device_target(requested: str) -> str:
     return target
 
 
+# How the ranks of a job find each other: a rank table (one process per device, as
+# ModelArts and the ModelZoo loops start them) or msrun's dynamic cluster.
+RANK_TABLE_VARS = ("RANK_TABLE_FILE", "RANK_ID")
+CLUSTER_VARS = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM")
+
+
+def _check_launch(device_num: int) -> None:
+    """One line naming what is missing, rather than a failure deep inside init()."""
+    env = os.environ
+    if all(env.get(name) for name in CLUSTER_VARS):
+        return
+    missing = [name for name in RANK_TABLE_VARS if not env.get(name)]
+    if missing:
+        raise DeviceError(
+            f"{device_num} ranks, but {', '.join(missing)} is not set: start one process per "
+            f"device with RANK_TABLE_FILE, RANK_ID and DEVICE_ID, or use msrun (which sets "
+            f"{', '.join(CLUSTER_VARS)}); scripts/run_8p.sh does either"
+        )
+
+
 def init_env(cfg: MSConfig) -> Context:
     """Seed, device, execution mode and, with device_num > 1, the process group.
 
@@ -76,9 +97,10 @@ def init_env(cfg: MSConfig) -> Context:
     # A CPU has no device index; msrun's DEVICE_ID is meant for accelerators.
     ms.set_device(target, None if target == "CPU" else device_id)
     ms.set_context(mode=MODES[cfg.context_mode])
+    device = None if target == "CPU" else device_id
     if device_num == 1:
-        return Context(target)
-
+        return Context(target, device_id=device)
+    _check_launch(device_num)
     try:
         init()
     except (RuntimeError, ValueError) as err:
@@ -99,4 +121,4 @@ def init_env(cfg: MSConfig) -> Context:
     if target == "CPU":
         # Each process would otherwise start its own full pool of threads on the same cores.
         ms.device_context.cpu.op_tuning.threads_num(max(1, _cpu_count() // device_num))
-    return Context(target, get_rank(), group_size)
+    return Context(target, get_rank(), group_size, device)

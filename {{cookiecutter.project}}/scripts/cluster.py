@@ -1,0 +1,99 @@
+"""What the launch scripts ask about the network and the job, with nothing but Python.
+
+    python3 scripts/cluster.py route HOST        the interface and address that reach HOST
+    python3 scripts/cluster.py addresses         this host's IPv4 addresses, one a line
+    python3 scripts/cluster.py wait-table FILE SECONDS
+        wait until a rank table an operator writes (hccl.json) says "completed"
+
+Minimal images lack iproute2 (no `ip`), so the launchers ask here instead.
+"""
+
+import json
+import socket
+import struct
+import sys
+import time
+
+SIOCGIFADDR = 0x8915
+POLL_S = 1.0
+REPORT_EVERY_S = 15.0
+
+
+def interface_addresses():
+    """(interface, IPv4 address) for each interface that has one."""
+    import fcntl  # Unix only, like the launchers
+
+    found = []
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            request = struct.pack("256s", name[:15].encode())
+            try:
+                packed = fcntl.ioctl(sock.fileno(), SIOCGIFADDR, request)
+            except OSError:
+                continue  # no IPv4 address on this interface
+        found.append((name, socket.inet_ntoa(packed[20:24])))
+    return found
+
+
+def route(host):
+    """The interface and source address this host uses to reach ``host``.
+
+    Connecting a UDP socket sends nothing: the kernel only picks the route.
+    """
+    try:
+        target = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+    except OSError as err:
+        raise SystemExit(f"error: cannot resolve {host}: {err}") from None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect((target, 9))
+        except OSError as err:
+            raise SystemExit(f"error: no route to {host} ({target}): {err}") from None
+        source = sock.getsockname()[0]
+    for name, address in interface_addresses():
+        if address == source:
+            return name, source
+    raise SystemExit(f"error: no interface holds {source}, the address that reaches {host}")
+
+
+def wait_table(path, seconds):
+    """Wait for status "completed"; one line on stderr every REPORT_EVERY_S while waiting."""
+    start = time.monotonic()
+    reported = 0.0
+    status = "missing"
+    while time.monotonic() - start < seconds:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                status = str(json.load(stream).get("status"))
+        except (OSError, ValueError, AttributeError):
+            status = "missing or not JSON yet"
+        if status == "completed":
+            return
+        waited = time.monotonic() - start
+        if waited - reported >= REPORT_EVERY_S or not reported:
+            print(
+                f"waiting for {path}: status {status} ({waited:.0f} of {seconds:g} s)",
+                file=sys.stderr,
+            )
+            reported = waited or 1e-9
+        time.sleep(POLL_S)
+    raise SystemExit(
+        f"error: {path} still says {status} after {seconds:g} s: the operator did not place "
+        "every pod in time (--join-timeout sets the wait)"
+    )
+
+
+def main(argv):
+    if argv[:1] == ["route"] and len(argv) == 2:
+        print(*route(argv[1]))
+    elif argv == ["addresses"]:
+        print("\n".join(address for _, address in interface_addresses()))
+    elif argv[:1] == ["wait-table"] and len(argv) == 3:
+        wait_table(argv[1], float(argv[2]))
+    else:
+        raise SystemExit(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

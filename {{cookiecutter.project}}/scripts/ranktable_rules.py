@@ -1,0 +1,1 @@
+{{ 'ranktable_rules' | module_source }}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# ModelZoo's performance 1p run: test/train_performance_1p.sh --data_path=DIR
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=modelzoo.sh
+. "$(dirname "${BASH_SOURCE[0]}")/modelzoo.sh"
+modelzoo_run performance 1p "$@"

@@ -1,0 +1,18 @@
+"""Train LeNet on MNIST: the boot file OpenI, ModelArts and the launch scripts run.
+
+On a CPU, a CUDA GPU or an Ascend NPU, alone or as one rank of many; see
+README.md for the options and src/runner.py for the order of a run.
+"""
+
+import sys
+
+# The oldest Python the catalogue's images carry; a clear line beats a SyntaxError.
+if sys.version_info < (3, 8):  # noqa: UP036 (the check itself)
+    sys.stderr.write("error: train.py needs Python 3.8 or newer; this is ")
+    sys.stderr.write(sys.version.split()[0] + "\n")
+    sys.exit(2)
+
+from src.runner import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,13 +68,14 @@ def job() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
 def render(project_dir: Path, output: Path | None, force: bool, **given: object) -> None:
-    from generator import jobs
+    from generator.jobs.manifests import render as render_text
+    from generator.jobs.spec import JobRequest, resolve
     from generator.outfile import write_new
     from generator.project import read_record
 
     project_dir = project_dir.resolve()
-    spec = jobs.resolve(read_record(project_dir), jobs.JobRequest(**given), project_dir)  # type: ignore[arg-type]
-    text = jobs.render(spec)
+    spec = resolve(read_record(project_dir), JobRequest(**given), project_dir)  # type: ignore[arg-type]
+    text = render_text(spec)
     if output is None:
         click.echo(text, nl=False)
         return

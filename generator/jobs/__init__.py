@@ -1,35 +1,7 @@
-"""Kubernetes training jobs for a generated project: one module per kind builds plain dicts,
-``render`` picks the module and dumps the documents as YAML."""
+"""Kubernetes training jobs for a generated project.
 
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from generator.jobs import ascendjob, pytorchjob, trainjob, volcano
-from generator.jobs.pod import Doc
-from generator.jobs.spec import KINDS, JobRequest, JobSpec, fitting_kinds, resolve
-from generator.jobs.yamlout import dump
-
-BUILDERS: dict[str, Callable[[JobSpec], list[Doc]]] = {
-    "trainjob": trainjob.documents,
-    "pytorchjob": pytorchjob.documents,
-    "volcano": volcano.documents,
-    "ascendjob": ascendjob.documents,
-}
-UNITS = {"cuda": "GPUs", "ascend": "NPUs"}
-
-__all__ = ["KINDS", "JobRequest", "JobSpec", "documents", "fitting_kinds", "render", "resolve"]
-
-
-def documents(spec: JobSpec) -> list[Doc]:
-    """The manifests for ``spec``, in the order kubectl should apply them."""
-    return BUILDERS[spec.kind](spec)
-
-
-def render(spec: JobSpec) -> str:
-    """Multi-document YAML for ``spec``, with a comment saying what it runs."""
-    header = (
-        f"gen job render --kind {spec.kind}: {spec.project} ({spec.framework}) on "
-        f"{spec.nnodes} node(s) x {spec.devices_per_node} {UNITS[spec.accelerator]}"
-    )
-    return dump(documents(spec), header)
+``spec`` turns a request and the project's record into a checked JobSpec; one module
+per kind (trainjob, pytorchjob, volcano, ascendjob) builds its documents as plain
+dicts from the pod pieces in ``pod``; ``manifests`` picks the kind and dumps YAML.
+The package imports nothing heavy, so `gen` starts as fast with it as without.
+"""

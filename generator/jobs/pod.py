@@ -110,8 +110,9 @@ def labels(spec: JobSpec) -> dict[str, str]:
     return {JOB_LABEL: spec.name}
 
 
-def metadata(spec: JobSpec, extra: dict[str, str] | None = None) -> Doc:
-    found: Doc = {"name": spec.name}
+def metadata(spec: JobSpec, extra: dict[str, str] | None = None, name: str = "") -> Doc:
+    """A document's name (the job's unless given), namespace and labels."""
+    found: Doc = {"name": name or spec.name}
     if spec.namespace:
         found["namespace"] = spec.namespace
     found["labels"] = {**labels(spec), **(extra or {})}

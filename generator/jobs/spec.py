@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ WHY_NOT = {
 }
 PROJECT_ACCELERATORS = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ACCELERATORS}
 DEFAULT_JOIN_TIMEOUT = 600
+CLAIM = "PersistentVolumeClaim"
 MAX_JOIN_TIMEOUT = 86400
 
 
@@ -91,8 +93,8 @@ def pick_accelerator(record: Options, kind: str, target: str | None) -> str:
         raise OptionError(
             "--target", f"{record.project} was built for {record.target} only; leave out --target"
         )
-    fits = [acc for acc in (target,) if acc] or list(built)
-    fits = [acc for acc in fits if (record.framework, acc) in FITS[kind]]
+    candidates = [target] if target else list(built)
+    fits = [acc for acc in candidates if (record.framework, acc) in FITS[kind]]
     if not fits:
         where = target or record.target
         raise KindDoesNotFit(
@@ -187,10 +189,10 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
         name=_job_name(record, request, accelerator, nnodes),
         nnodes=nnodes,
         devices_per_node=_devices(devices),
-        namespace=request.namespace and names.check_namespace(request.namespace),
-        queue=request.queue and names.check_subdomain(request.queue, "--queue", "queue"),
-        data_pvc=_claim(request.data_pvc, "--data-pvc"),
-        output_pvc=_claim(request.output_pvc, "--output-pvc"),
+        namespace=_optional(request.namespace, names.check_namespace),
+        queue=_optional(request.queue, names.check_subdomain, "--queue", "queue"),
+        data_pvc=_optional(request.data_pvc, names.check_subdomain, "--data-pvc", CLAIM),
+        output_pvc=_optional(request.output_pvc, names.check_subdomain, "--output-pvc", CLAIM),
         join_timeout=_number("--join-timeout", request.join_timeout, 1, MAX_JOIN_TIMEOUT),
         chip=chip,
         image=_image(request, project_dir, accelerator),
@@ -208,8 +210,9 @@ def _job_name(record: Options, request: JobRequest, accelerator: str, nnodes: in
     return name
 
 
-def _claim(value: str | None, option: str) -> str | None:
-    return value and names.check_subdomain(value, option, "PersistentVolumeClaim")
+def _optional(value: str | None, check: Callable[..., str], *args: str) -> str | None:
+    """None when not given; anything given, even "", must pass ``check``."""
+    return None if value is None else check(value, *args)
 
 
 def derived_names(kind: str, name: str, nnodes: int, framework: str, accelerator: str) -> list[str]:

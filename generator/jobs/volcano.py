@@ -56,13 +56,10 @@ def _task(spec: JobSpec, name: str, count: int) -> Doc:
 
 def _rings_config(spec: JobSpec) -> Doc:
     """The ConfigMap Ascend Operator writes the job's hccl.json into, by its name."""
-    metadata = {"name": pod.rings_config(spec)}
-    if spec.namespace:
-        metadata["namespace"] = spec.namespace
-    metadata_labels = {**pod.labels(spec), RING_LABEL: pod.ring_controller(spec)}
+    ring = {RING_LABEL: pod.ring_controller(spec)}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {**metadata, "labels": metadata_labels},
+        "metadata": pod.metadata(spec, ring, name=pod.rings_config(spec)),
         "data": {"hccl.json": INITIAL_RANK_TABLE},
     }

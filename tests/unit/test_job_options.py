@@ -44,6 +44,7 @@ BAD_VALUES = [
     ({"name": "demo-"}, "--name", "ending with a letter or digit"),
     ({"name": "a" * 64}, "--name", "at most 63"),
     ({"namespace": "Team_A"}, "--namespace", "lower-case"),
+    ({"namespace": ""}, "--namespace", "not a namespace name"),
     ({"queue": "my queue"}, "--queue", "queue name"),
     ({"data_pvc": "Data"}, "--data-pvc", "PersistentVolumeClaim"),
     ({"output_pvc": "out/put"}, "--output-pvc", "PersistentVolumeClaim"),

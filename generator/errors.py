@@ -176,3 +176,15 @@ class RemoteDiverged(PushFailed):
 
 class RemoteMissing(PushFailed):
     """Raised when the remote repository does not exist (or is not exported to this user)."""
+
+
+class KindDoesNotFit(GenError):
+    """Raised when gen job render is asked for a cluster kind the project cannot run on
+    (its framework or target); the message names the kinds that fit."""
+
+    exit_code = 2
+
+
+class ImageUnknown(GenError):
+    """Raised when gen job render is given no --image and the project holds no record
+    of a pushed image (logs/image-<target>.pushed), or the record is not a reference."""

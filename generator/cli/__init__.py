@@ -22,6 +22,7 @@ def cli(debug: bool) -> None:
 
 def _register() -> None:
     from generator.cli.image import image
+    from generator.cli.job import job
     from generator.cli.new import new
     from generator.cli.push import push
     from generator.cli.ranktable import ranktable
@@ -30,6 +31,7 @@ def _register() -> None:
     cli.add_command(ranktable)
     cli.add_command(image)
     cli.add_command(push)
+    cli.add_command(job)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,85 @@
+"""`gen job render`: Kubernetes manifests that run the project's launcher on a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from generator.jobs.spec import ACCELERATORS, DEFAULT_JOIN_TIMEOUT, KINDS
+
+RENDER_HELP = """Write the manifests that run PROJECT_DIR (default: here) on a cluster.
+
+Prints multi-document YAML for kubectl apply -f -, or writes it to -o FILE.
+Nodes, devices per node and the job name default to the project's own
+answers; the image to the one gen image push last pushed for the target.
+
+\b
+Kinds and the projects they fit:
+  trainjob    Kubeflow Trainer v2 TrainJob (torch-distributed runtime):
+              PyTorch on CUDA
+  pytorchjob  Kubeflow training-operator v1 PyTorchJob: PyTorch on CUDA
+  volcano     Volcano Job (pytorch/svc plugins; MindCluster rank table on
+              Ascend): PyTorch or MindSpore, CUDA or Ascend
+  ascendjob   MindCluster AscendJob: PyTorch or MindSpore on Ascend
+
+torchrun-based kinds do not start MindSpore, and only the MindCluster kinds
+bring what NPUs need (ring-controller label, driver mounts, rank table). A
+project built for both targets runs cuda kinds on its CUDA image and
+ascendjob on its Ascend image; volcano needs --target there.
+
+Every pod runs bash /app/scripts/run_8p.sh --cluster KIND --join-timeout S
+[--data /data] [--output /output], one pod per node holding all its devices,
+scheduled as a gang."""
+
+
+@click.group()
+def job() -> None:
+    """Kubernetes training jobs for the project."""
+
+
+@job.command(help=RENDER_HELP)
+@click.option("--kind", type=click.Choice(KINDS), required=True, help="Which job API.")
+@click.argument(
+    "project_dir",
+    required=False,
+    default=".",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option("--image", help="Image reference (default: logs/image-<target>.pushed).")
+@click.option("--nnodes", type=int, help="Nodes (default: the project's nnodes).")
+@click.option("--devices-per-node", type=int, help="GPUs/NPUs per node (default: the project's).")
+@click.option("--name", help="Job name, a DNS label (default: the project name).")
+@click.option("--namespace", help="metadata.namespace of every document.")
+@click.option("--queue", help="Volcano queue (schedulingPolicy.queue for AscendJob).")
+@click.option("--data-pvc", metavar="CLAIM", help="PersistentVolumeClaim mounted at /data.")
+@click.option("--output-pvc", metavar="CLAIM", help="PersistentVolumeClaim mounted at /output.")
+@click.option(
+    "--join-timeout",
+    type=int,
+    default=DEFAULT_JOIN_TIMEOUT,
+    show_default=True,
+    help="Seconds the launcher waits for every node to join.",
+)
+@click.option("--target", type=click.Choice(ACCELERATORS), help="For volcano on a 'both' project.")
+@click.option("--chip", help="Ascend chip, 910 or 910b (default: the catalogue's).")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write."
+)
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+def render(project_dir: Path, output: Path | None, force: bool, **given: object) -> None:
+    from generator.jobs.manifests import render as render_text
+    from generator.jobs.spec import JobRequest, resolve
+    from generator.outfile import write_new
+    from generator.project import read_record
+
+    project_dir = project_dir.resolve()
+    spec = resolve(read_record(project_dir), JobRequest(**given), project_dir)  # type: ignore[arg-type]
+    text = render_text(spec)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_new(output, text, force=force)
+    click.echo(
+        f"wrote {output}: {spec.kind} {spec.name}, {spec.nnodes} node(s), image {spec.image}"
+    )

@@ -1,0 +1,56 @@
+"""MindCluster AscendJob: MindSpore as a Scheduler (holding NPUs) plus Workers, PyTorch as a
+Master plus Workers; the Ascend Operator injects the framework's env."""
+
+from __future__ import annotations
+
+from generator.jobs import pod
+from generator.jobs.pod import Doc
+from generator.jobs.spec import JobSpec
+
+API_VERSION = "mindxdl.gitee.com/v1"
+RING_LABEL = "ring-controller.atlas"
+# The operator finds the training container and its port by these names.
+CONTAINER = "ascend"
+PORT = {"name": "ascendjob-port", "containerPort": 2222}
+# Whole-job reschedules the operator may make before the job fails.
+BACKOFF_LIMIT = 3
+# MindSpore's leader is the Scheduler: with NPUs it is node 0 and also trains (the
+# operator sets NPU_POD=true there and numbers Workers from 1), so nnodes pods fill
+# nnodes nodes. PyTorch's leader is the Master (RANK 0).
+LEADER = {"mindspore": "Scheduler", "pytorch": "Master"}
+
+
+def documents(spec: JobSpec) -> list[Doc]:
+    """One AscendJob; the operator refuses a replica spec with 0 replicas, so a
+    one-node job has the leader only."""
+    replicas = {LEADER[spec.framework]: _replica(spec, 1)}
+    if spec.nnodes > 1:
+        replicas["Worker"] = _replica(spec, spec.nnodes - 1)
+    labels = {"framework": spec.framework, RING_LABEL: pod.ring_controller(spec)}
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "AscendJob",
+            "metadata": pod.metadata(spec, labels),
+            "spec": {
+                "schedulerName": "volcano",
+                "runPolicy": {
+                    "backoffLimit": BACKOFF_LIMIT,
+                    # Gang: the operator checks the queue exists, so it is always named.
+                    "schedulingPolicy": {
+                        "minAvailable": spec.nnodes,
+                        "queue": spec.queue or "default",
+                    },
+                },
+                "successPolicy": "AllWorkers",
+                "replicaSpecs": replicas,
+            },
+        }
+    ]
+
+
+def _replica(spec: JobSpec, count: int) -> Doc:
+    main = pod.container(spec, CONTAINER, ports=[dict(PORT)])
+    extra = {RING_LABEL: pod.ring_controller(spec)}
+    template = pod.template(spec, main, extra_labels=extra)
+    return {"replicas": count, "restartPolicy": "Never", "template": template}

@@ -1,0 +1,44 @@
+"""Kubeflow training-operator v1 PyTorchJob: one Master and nnodes-1 Workers (PyTorch, CUDA)."""
+
+from __future__ import annotations
+
+from generator.jobs import pod
+from generator.jobs.pod import Doc
+from generator.jobs.spec import JobSpec
+
+API_VERSION = "kubeflow.org/v1"
+# The operator finds the training container by this name and the rendezvous port by
+# this port name; 23456 is its default.
+CONTAINER = "pytorch"
+PORT = {"name": "pytorchjob-port", "containerPort": 23456}
+# A failed container restarts in place, and torchrun's agents re-rendezvous; after
+# this many restarts across all pods the job fails instead of looping.
+BACKOFF_LIMIT = 3
+
+
+def documents(spec: JobSpec) -> list[Doc]:
+    """One PyTorchJob; nprocPerNode makes the operator set PET_* for torchrun."""
+    scheduling: Doc = {"minAvailable": spec.nnodes}
+    if spec.queue:
+        scheduling["queue"] = spec.queue
+    replicas = {"Master": _replica(spec, 1)}
+    if spec.nnodes > 1:
+        replicas["Worker"] = _replica(spec, spec.nnodes - 1)
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "PyTorchJob",
+            "metadata": pod.metadata(spec),
+            "spec": {
+                "nprocPerNode": str(spec.devices_per_node),
+                # Gang scheduling when the operator runs with a gang scheduler.
+                "runPolicy": {"backoffLimit": BACKOFF_LIMIT, "schedulingPolicy": scheduling},
+                "pytorchReplicaSpecs": replicas,
+            },
+        }
+    ]
+
+
+def _replica(spec: JobSpec, count: int) -> Doc:
+    main = pod.container(spec, CONTAINER, ports=[dict(PORT)])
+    return {"replicas": count, "restartPolicy": "OnFailure", "template": pod.template(spec, main)}

@@ -1,0 +1,229 @@
+"""What one `gen job render` renders: the request, its defaults from the project, the checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import ImageUnknown, KindDoesNotFit, OptionError
+from generator.jobs import names
+from generator.options import DEVICES_PER_NODE, MAX_NODES, Options
+
+KINDS = ("trainjob", "pytorchjob", "volcano", "ascendjob")
+ACCELERATORS = ("cuda", "ascend")
+# (framework, accelerator) pairs each kind runs. Trainer's torch-distributed runtime and
+# the training-operator start torchrun on NVIDIA GPUs (PET_*, NCCL); MindCluster's
+# AscendJob exists for Ascend NPUs (both frameworks); a Volcano Job only injects
+# MASTER_ADDR/RANK/WORLD_SIZE, which the launcher maps onto torchrun or msrun anywhere.
+FITS = {
+    "trainjob": (("pytorch", "cuda"),),
+    "pytorchjob": (("pytorch", "cuda"),),
+    "volcano": tuple((fw, acc) for fw in ("pytorch", "mindspore") for acc in ACCELERATORS),
+    "ascendjob": (("pytorch", "ascend"), ("mindspore", "ascend")),
+}
+WHY_NOT = {
+    "trainjob": "Trainer's torch-distributed runtime runs PyTorch on NVIDIA GPUs only",
+    "pytorchjob": "the training-operator's PyTorchJob runs PyTorch on NVIDIA GPUs only",
+    "ascendjob": "MindCluster's AscendJob runs on Ascend NPUs only",
+    "volcano": "a Volcano Job runs every framework and target",
+}
+PROJECT_ACCELERATORS = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ACCELERATORS}
+DEFAULT_JOIN_TIMEOUT = 600
+CLAIM = "PersistentVolumeClaim"
+MAX_JOIN_TIMEOUT = 86400
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What the user asked for; None means "the project's default"."""
+
+    kind: str
+    image: str | None = None
+    nnodes: int | None = None
+    devices_per_node: int | None = None
+    name: str | None = None
+    namespace: str | None = None
+    queue: str | None = None
+    data_pvc: str | None = None
+    output_pvc: str | None = None
+    join_timeout: int = DEFAULT_JOIN_TIMEOUT
+    target: str | None = None
+    chip: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One validated job: everything the kind modules need, nothing left to default."""
+
+    kind: str
+    project: str
+    framework: str
+    accelerator: str
+    name: str
+    image: str
+    nnodes: int
+    devices_per_node: int
+    namespace: str | None = None
+    queue: str | None = None
+    data_pvc: str | None = None
+    output_pvc: str | None = None
+    join_timeout: int = DEFAULT_JOIN_TIMEOUT
+    chip: str = ""
+
+    @property
+    def ascend(self) -> bool:
+        return self.accelerator == "ascend"
+
+
+def fitting_kinds(record: Options) -> list[str]:
+    """The kinds a project generated with ``record`` can run on."""
+    accelerators = PROJECT_ACCELERATORS[record.target]
+    return [
+        kind for kind in KINDS if any((record.framework, acc) in FITS[kind] for acc in accelerators)
+    ]
+
+
+def pick_accelerator(record: Options, kind: str, target: str | None) -> str:
+    """The accelerator ``kind`` runs this project on, or why it cannot."""
+    if kind not in KINDS:
+        raise OptionError("--kind", f"{kind!r} is not a kind; choose one of {', '.join(KINDS)}")
+    built = PROJECT_ACCELERATORS[record.target]
+    if target is not None and target not in built:
+        raise OptionError(
+            "--target", f"{record.project} was built for {record.target} only; leave out --target"
+        )
+    candidates = [target] if target else list(built)
+    fits = [acc for acc in candidates if (record.framework, acc) in FITS[kind]]
+    if not fits:
+        where = target or record.target
+        raise KindDoesNotFit(
+            f"--kind {kind} does not fit {record.project} ({record.framework} on {where}): "
+            f"{WHY_NOT[kind]}; kinds that fit: {', '.join(fitting_kinds(record)) or 'none'}"
+        )
+    if len(fits) > 1:
+        raise OptionError(
+            "--target",
+            f"{kind} runs on cuda or ascend and {record.project} is built for both; "
+            "pass --target cuda or --target ascend",
+        )
+    return fits[0]
+
+
+def _number(option: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise OptionError(option, f"{value} is out of range; use a number from {low} to {high}")
+    return value
+
+
+def _devices(value: int) -> int:
+    if value not in DEVICES_PER_NODE:
+        allowed = ", ".join(map(str, DEVICES_PER_NODE))
+        raise OptionError("--devices-per-node", f"{value} is not allowed; choose one of {allowed}")
+    return value
+
+
+def pushed_image(project_dir: Path, accelerator: str) -> str | None:
+    """The reference `gen image push --target ACCELERATOR` last recorded, if any."""
+    path = project_dir / "logs" / f"image-{accelerator}.pushed"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise ImageUnknown(f"{path}: unreadable ({err}); pass --image") from err
+    reference = lines[0].strip() if lines else ""
+    if not names.IMAGE_RE.fullmatch(reference):
+        raise ImageUnknown(
+            f"{path}: {reference!r} is not an image reference; "
+            f"run gen image push --target {accelerator} again or pass --image"
+        )
+    return reference
+
+
+def _image(request: JobRequest, project_dir: Path, accelerator: str) -> str:
+    if request.image is not None:
+        return names.check_image(request.image)
+    image = pushed_image(project_dir, accelerator)
+    if image is None:
+        raise ImageUnknown(
+            f"no image for {request.kind}: pass --image, or push one with "
+            f"gen image push --target {accelerator} --registry HOST/NAMESPACE "
+            f"(it records logs/image-{accelerator}.pushed)"
+        )
+    return image
+
+
+def ascend_chip(framework: str, chip: str | None) -> str:
+    """``chip`` if the catalogue knows it, else the chip of its default base for ``framework``."""
+    from generator import catalog
+
+    if chip is None:
+        return catalog.load().default("ascend", framework).chip or "910b"
+    if chip not in catalog.CHIPS:
+        raise OptionError(
+            "--chip", f"{chip!r} is not a chip; choose one of {', '.join(catalog.CHIPS)}"
+        )
+    return chip
+
+
+def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
+    """Fill ``request``'s gaps from the project and check every value.
+
+    Raises OptionError (a value breaks a rule), KindDoesNotFit or ImageUnknown;
+    the kind, numbers and names are checked before the image is looked for.
+    """
+    accelerator = pick_accelerator(record, request.kind, request.target)
+    nnodes = record.nnodes if request.nnodes is None else request.nnodes
+    devices = (
+        record.devices_per_node if request.devices_per_node is None else request.devices_per_node
+    )
+    nnodes = _number("--nnodes", nnodes, 1, MAX_NODES)
+    chip = ascend_chip(record.framework, request.chip) if accelerator == "ascend" else ""
+    # Keyword arguments run in order: the image, which may read a file, comes last.
+    return JobSpec(
+        kind=request.kind,
+        project=record.project,
+        framework=record.framework,
+        accelerator=accelerator,
+        name=_job_name(record, request, accelerator, nnodes),
+        nnodes=nnodes,
+        devices_per_node=_devices(devices),
+        namespace=_optional(request.namespace, names.check_namespace),
+        queue=_optional(request.queue, names.check_subdomain, "--queue", "queue"),
+        data_pvc=_optional(request.data_pvc, names.check_subdomain, "--data-pvc", CLAIM),
+        output_pvc=_optional(request.output_pvc, names.check_subdomain, "--output-pvc", CLAIM),
+        join_timeout=_number("--join-timeout", request.join_timeout, 1, MAX_JOIN_TIMEOUT),
+        chip=chip,
+        image=_image(request, project_dir, accelerator),
+    )
+
+
+def _job_name(record: Options, request: JobRequest, accelerator: str, nnodes: int) -> str:
+    if request.name is None:
+        option, name = "--name (default: the project name)", names.default_name(record.project)
+    else:
+        option, name = "--name", request.name
+    names.check_job_name(name, option)
+    derived = derived_names(request.kind, name, nnodes, record.framework, accelerator)
+    names.check_derived(name, derived, request.kind, option)
+    return name
+
+
+def _optional(value: str | None, check: Callable[..., str], *args: str) -> str | None:
+    """None when not given; anything given, even "", must pass ``check``."""
+    return None if value is None else check(value, *args)
+
+
+def derived_names(kind: str, name: str, nnodes: int, framework: str, accelerator: str) -> list[str]:
+    """Names the operators make from the job name: pod hostnames, Services, ConfigMaps."""
+    if kind == "trainjob":
+        # JobSet pods: <jobset>-<replicated job>-<job index>-<pod index>.
+        return [f"{name}-node-0-{nnodes - 1}"]
+    leader = "scheduler" if kind == "ascendjob" and framework == "mindspore" else "master"
+    found = [f"{name}-{leader}-0"]
+    if nnodes > 1:
+        found.append(f"{name}-worker-{nnodes - 2}")
+    if kind == "volcano" and accelerator == "ascend":
+        found.append(f"rings-config-{name}")
+    return found

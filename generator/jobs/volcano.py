@@ -1,0 +1,65 @@
+"""Volcano Job: a master task and a worker task, with the pytorch and svc plugins; on
+Ascend, MindCluster's rings-config ConfigMap and labels as well."""
+
+from __future__ import annotations
+
+from generator.jobs import pod
+from generator.jobs.pod import Doc
+from generator.jobs.spec import JobSpec
+
+API_VERSION = "batch.volcano.sh/v1alpha1"
+RING_LABEL = "ring-controller.atlas"
+# The pytorch plugin sets MASTER_ADDR (the master pod's svc hostname), MASTER_PORT,
+# WORLD_SIZE (pods) and RANK (master 0, worker i+1); svc gives pods stable hostnames.
+PLUGINS = {"pytorch": ["--master=master", "--worker=worker", "--port=23456"], "svc": []}
+# A failed rank fails the job (AbortJob): restarting the gang would fail the same way.
+# An evicted pod (node drained, preempted) reruns the whole gang, at most MAX_RETRY times.
+POLICIES = [
+    {"event": "PodFailed", "action": "AbortJob"},
+    {"event": "PodEvicted", "action": "RestartJob"},
+]
+MAX_RETRY = 3
+# What the ConfigMap holds until Ascend Operator writes the table ("status": "completed").
+INITIAL_RANK_TABLE = '{"status":"initializing"}'
+
+
+def documents(spec: JobSpec) -> list[Doc]:
+    """The Job, after its rank-table ConfigMap on Ascend (kubectl applies in order)."""
+    ascend = {RING_LABEL: pod.ring_controller(spec)} if spec.ascend else {}
+    tasks = [_task(spec, "master", 1)]
+    if spec.nnodes > 1:
+        tasks.append(_task(spec, "worker", spec.nnodes - 1))
+    job = {
+        "apiVersion": API_VERSION,
+        "kind": "Job",
+        "metadata": pod.metadata(spec, ascend),
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": spec.queue or "default",
+            # Gang: no pod starts until every node's pod can.
+            "minAvailable": spec.nnodes,
+            "maxRetry": MAX_RETRY,
+            "policies": [dict(p) for p in POLICIES],
+            "plugins": {name: list(args) for name, args in PLUGINS.items()},
+            "tasks": tasks,
+        },
+    }
+    return [_rings_config(spec), job] if spec.ascend else [job]
+
+
+def _task(spec: JobSpec, name: str, count: int) -> Doc:
+    extra = {RING_LABEL: pod.ring_controller(spec), "app": spec.framework} if spec.ascend else {}
+    main = pod.container(spec, spec.framework)
+    template = pod.template(spec, main, restart_policy="Never", extra_labels=extra)
+    return {"name": name, "replicas": count, "template": template}
+
+
+def _rings_config(spec: JobSpec) -> Doc:
+    """The ConfigMap Ascend Operator writes the job's hccl.json into, by its name."""
+    ring = {RING_LABEL: pod.ring_controller(spec)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": pod.metadata(spec, ring, name=pod.rings_config(spec)),
+        "data": {"hccl.json": INITIAL_RANK_TABLE},
+    }

@@ -1,0 +1,350 @@
+"""gen job render's manifests: every kind x framework x target that fits renders, passes what
+the API server enforces (tests/k8s_schema.py) and keeps the rules the cluster relies on.
+
+The fit table and the rules are written here from the issue and the upstream docs, not
+read from generator.jobs, so a change there has to be a change here too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator.errors import KindDoesNotFit
+from generator.jobs import manifests
+from generator.jobs import spec as jobs
+from generator.options import FRAMEWORKS, TARGETS, Options
+from tests import k8s_schema
+
+EXPECTED_FITS = {
+    "trainjob": {("pytorch", "cuda")},
+    "pytorchjob": {("pytorch", "cuda")},
+    "volcano": {(fw, acc) for fw in FRAMEWORKS for acc in ("cuda", "ascend")},
+    "ascendjob": {("pytorch", "ascend"), ("mindspore", "ascend")},
+}
+KINDS = tuple(EXPECTED_FITS)
+IMAGE = "registry.example.com:5000/team/demo:cuda-0123abcd"
+VARIANTS = {
+    "1node": {"nnodes": 1},
+    "3nodes-pvc-ns-queue": {
+        "nnodes": 3,
+        "devices_per_node": 4,
+        "data_pvc": "mnist-data",
+        "output_pvc": "runs.v1",
+        "namespace": "team-a",
+        "queue": "research",
+        "join_timeout": 120,
+    },
+}
+DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+ACCELERATOR = {"cuda": "nvidia.com/gpu", "ascend": "huawei.com/Ascend910"}
+RANK_TABLE_DIR = "/user/serverid/devindex/config"
+
+
+def _accelerators(target: str) -> tuple[str, ...]:
+    return ("cuda", "ascend") if target == "both" else (target,)
+
+
+FITTING = [
+    (kind, fw, target, acc)
+    for kind in KINDS
+    for fw in FRAMEWORKS
+    for target in TARGETS
+    for acc in _accelerators(target)
+    if (fw, acc) in EXPECTED_FITS[kind]
+]
+UNFITTING = [
+    (kind, fw, target)
+    for kind in KINDS
+    for fw in FRAMEWORKS
+    for target in TARGETS
+    if not any((fw, acc) in EXPECTED_FITS[kind] for acc in _accelerators(target))
+]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a case asked for: what every rule below is checked against."""
+
+    kind: str
+    framework: str
+    accelerator: str
+    name: str
+    nnodes: int
+    devices: int
+    variant: dict[str, Any]
+
+
+def _render(kind: str, fw: str, target: str, acc: str, variant: dict[str, Any]) -> Any:
+    record = Options(project="Demo_Job", framework=fw, target=target, nnodes=2)
+    # --target only where the kind could run either accelerator of a 'both' project.
+    pick = acc if target == "both" and kind == "volcano" else None
+    request = jobs.JobRequest(kind=kind, image=IMAGE, target=pick, **variant)
+    return jobs.resolve(record, request, Path("/nonexistent"))
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=str)
+@pytest.mark.parametrize(("kind", "fw", "target", "acc"), FITTING, ids="-".join)
+def test_every_fitting_combination_renders_manifests_the_server_accepts(
+    kind: str, fw: str, target: str, acc: str, variant: str
+) -> None:
+    spec = _render(kind, fw, target, acc, VARIANTS[variant])
+    docs = manifests.documents(spec)
+    assert list(yaml.safe_load_all(manifests.render(spec))) == docs
+    for doc in docs:
+        assert k8s_schema.problems(doc) == [], doc["kind"]
+    for template, _, _ in _pods(docs[-1]):
+        assert k8s_schema.pod_template_problems(template) == []
+    nnodes = VARIANTS[variant]["nnodes"]
+    devices = VARIANTS[variant].get("devices_per_node", 8)
+    asked = Asked(kind, fw, acc, "demo-job", nnodes, devices, VARIANTS[variant])
+    check_rules(docs, asked)
+
+
+@pytest.mark.parametrize(("kind", "fw", "target"), UNFITTING, ids="-".join)
+def test_kinds_that_do_not_fit_the_project_are_refused(kind: str, fw: str, target: str) -> None:
+    record = Options(project="demo", framework=fw, target=target)
+    with pytest.raises(KindDoesNotFit) as caught:
+        jobs.resolve(record, jobs.JobRequest(kind=kind, image=IMAGE), Path("/nonexistent"))
+    fitting = [k for k in KINDS if any((fw, a) in EXPECTED_FITS[k] for a in _accelerators(target))]
+    assert str(caught.value).endswith(f"kinds that fit: {', '.join(fitting)}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_fitting_kinds_follow_the_fit_table(fw: str, target: str) -> None:
+    expected = [k for k in KINDS if any((fw, a) in EXPECTED_FITS[k] for a in _accelerators(target))]
+    assert expected  # every project runs somewhere
+    assert jobs.fitting_kinds(Options(project="d", framework=fw, target=target)) == expected
+
+
+# --- the rules -------------------------------------------------------------------------------
+
+
+def check_rules(docs: list[dict[str, Any]], asked: Asked) -> None:
+    """Everything the cluster relies on, for one rendered case."""
+    job = docs[-1]
+    _check_names(docs, asked)
+    _check_gang(job, asked)
+    _check_restarts(job, asked.kind)
+    for template, _, _ in _pods(job):
+        _check_placement(template, asked)
+        main = _main_container(job, template)
+        _check_container(main, template, asked)
+    _check_kind(job, asked)
+    if asked.kind == "volcano" and asked.accelerator == "ascend":
+        _check_rank_table(docs, asked)
+    else:
+        assert len(docs) == 1
+
+
+def _pods(job: dict[str, Any]) -> list[tuple[dict[str, Any], int, str | None]]:
+    """(pod template, replicas, restart policy) for each group of pods the job makes."""
+    spec = job["spec"]
+    if job["kind"] == "TrainJob":
+        patch = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+        node = patch["replicatedJobs"][0]["template"]["spec"]["template"]
+        return [(node, spec["trainer"]["numNodes"], None)]
+    if job["kind"] == "Job":
+        tasks = spec["tasks"]
+        return [
+            (t["template"], t["replicas"], t["template"]["spec"]["restartPolicy"]) for t in tasks
+        ]
+    replicas = spec["pytorchReplicaSpecs" if job["kind"] == "PyTorchJob" else "replicaSpecs"]
+    return [(r["template"], r["replicas"], r["restartPolicy"]) for r in replicas.values()]
+
+
+def _pod_names(job: dict[str, Any]) -> list[str]:
+    """The pod hostnames the operator makes: each must be a DNS label."""
+    name, spec = job["metadata"]["name"], job["spec"]
+    if job["kind"] == "TrainJob":
+        return [f"{name}-node-0-{i}" for i in range(spec["trainer"]["numNodes"])]
+    if job["kind"] == "Job":
+        return [f"{name}-{t['name']}-{i}" for t in spec["tasks"] for i in range(t["replicas"])]
+    replicas = spec["pytorchReplicaSpecs" if job["kind"] == "PyTorchJob" else "replicaSpecs"]
+    return [f"{name}-{t.lower()}-{i}" for t, r in replicas.items() for i in range(r["replicas"])]
+
+
+def _main_container(job: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+    containers = template["spec"]["containers"]
+    assert len(containers) == 1
+    if job["kind"] != "TrainJob":
+        return containers[0]
+    # The runtime's "node" container gets the trainer's fields and the patch's mounts.
+    trainer = job["spec"]["trainer"]
+    assert containers[0]["name"] == "node"
+    return {
+        "name": "node",
+        "image": trainer["image"],
+        "command": trainer["command"],
+        "env": trainer.get("env", []),
+        "resources": trainer["resourcesPerNode"],
+        "volumeMounts": containers[0]["volumeMounts"],
+    }
+
+
+def _check_kind(job: dict[str, Any], asked: Asked) -> None:
+    """The names each operator looks for."""
+    spec = job["spec"]
+    if asked.kind == "trainjob":
+        assert spec["runtimeRef"]["name"] == "torch-distributed"
+        assert spec["runtimeRef"]["kind"] == "ClusterTrainingRuntime"
+        assert spec["trainer"]["numProcPerNode"] == asked.devices
+    elif asked.kind == "pytorchjob":
+        assert spec["nprocPerNode"] == str(asked.devices)
+        assert list(spec["pytorchReplicaSpecs"]) == ["Master", "Worker"][: min(asked.nnodes, 2)]
+        _assert_port(job, "pytorchjob-port")
+    elif asked.kind == "ascendjob":
+        assert job["metadata"]["labels"]["framework"] == asked.framework
+        leader = "Scheduler" if asked.framework == "mindspore" else "Master"
+        assert list(spec["replicaSpecs"]) == [leader, "Worker"][: min(asked.nnodes, 2)]
+        assert spec["replicaSpecs"][leader]["replicas"] == 1
+        _assert_port(job, "ascendjob-port")
+    else:
+        assert set(spec["plugins"]) == {"pytorch", "svc"}
+        assert [t["name"] for t in spec["tasks"]] == ["master", "worker"][: min(asked.nnodes, 2)]
+
+
+def _assert_port(job: dict[str, Any], name: str) -> None:
+    for template, _, _ in _pods(job):
+        assert [p["name"] for p in template["spec"]["containers"][0]["ports"]] == [name]
+
+
+def _check_names(docs: list[dict[str, Any]], asked: Asked) -> None:
+    namespace = asked.variant.get("namespace")
+    for doc in docs:
+        assert DNS_LABEL.fullmatch(doc["metadata"]["name"]), doc["metadata"]["name"]
+        assert len(doc["metadata"]["name"]) <= 63
+        assert doc["metadata"].get("namespace") == namespace
+    assert docs[-1]["metadata"]["name"] == asked.name
+    for pod_name in _pod_names(docs[-1]):
+        assert DNS_LABEL.fullmatch(pod_name) and len(pod_name) <= 63, pod_name
+    assert len(_pod_names(docs[-1])) == asked.nnodes
+
+
+def _check_gang(job: dict[str, Any], asked: Asked) -> None:
+    """All nodes at once: the scheduler places nnodes pods or none."""
+    spec = job["spec"]
+    assert sum(replicas for _, replicas, _ in _pods(job)) == asked.nnodes
+    queue = asked.variant.get("queue")
+    if job["kind"] == "Job":
+        assert spec["minAvailable"] == asked.nnodes
+        assert spec["schedulerName"] == "volcano"
+        assert spec["queue"] == (queue or "default")
+    elif job["kind"] == "TrainJob":
+        assert spec["trainer"]["numNodes"] == asked.nnodes
+        annotations = job["metadata"].get("annotations", {})
+        assert annotations.get("scheduling.volcano.sh/queue-name") == queue
+    else:
+        policy = spec["runPolicy"]["schedulingPolicy"]
+        assert policy["minAvailable"] == asked.nnodes
+        assert policy.get("queue") == (queue or ("default" if job["kind"] == "AscendJob" else None))
+
+
+def _check_restarts(job: dict[str, Any], kind: str) -> None:
+    """A failing job fails: bounded restarts, never Always."""
+    spec = job["spec"]
+    policies = {p for _, _, p in _pods(job)}
+    if kind == "trainjob":
+        assert policies == {None}  # the runtime's JobSet failure policy decides
+    elif kind == "volcano":
+        assert policies == {"Never"}
+        assert 0 <= spec["maxRetry"] <= 3
+        assert {"event": "PodFailed", "action": "AbortJob"} in spec["policies"]
+    else:
+        assert policies <= {"Never", "OnFailure"} and policies
+        assert 0 <= spec["runPolicy"]["backoffLimit"] <= 3
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    matched = all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+    for expr in selector.get("matchExpressions", []):
+        assert expr["operator"] == "In"
+        matched = matched and labels.get(expr["key"]) in expr["values"]
+    return matched
+
+
+def _check_placement(template: dict[str, Any], asked: Asked) -> None:
+    """One pod per node: a required anti-affinity on the host that selects this job's pods."""
+    terms = template["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    labels = template["metadata"]["labels"]
+    assert any(
+        t["topologyKey"] == "kubernetes.io/hostname" and _selects(t["labelSelector"], labels)
+        for t in terms
+    )
+
+
+def _volume(template: dict[str, Any], mounts: list[dict], path: str) -> dict[str, Any]:
+    (mount,) = [m for m in mounts if m["mountPath"] == path]
+    (volume,) = [v for v in template["spec"]["volumes"] if v["name"] == mount["name"]]
+    return volume
+
+
+def _check_container(main: dict[str, Any], template: dict[str, Any], asked: Asked) -> None:
+    resource = ACCELERATOR[asked.accelerator]
+    assert main["resources"] == {
+        "requests": {resource: asked.devices},
+        "limits": {resource: asked.devices},
+    }
+    assert main["image"] == IMAGE
+    assert main["command"] == _expected_command(asked)
+    mounts = main["volumeMounts"]
+    assert _volume(template, mounts, "/dev/shm") == {
+        "name": "dshm",
+        "emptyDir": {"medium": "Memory"},
+    }
+    for key, path in (("data_pvc", "/data"), ("output_pvc", "/output")):
+        if asked.variant.get(key):
+            claim = _volume(template, mounts, path)["persistentVolumeClaim"]["claimName"]
+            assert claim == asked.variant[key]
+        else:
+            assert not [m for m in mounts if m["mountPath"] == path]
+    env = {e["name"]: e for e in main.get("env", [])}
+    if asked.accelerator == "ascend":
+        _check_ascend_pod(template, mounts, env)
+    else:
+        assert not [v for v in template["spec"]["volumes"] if "hostPath" in v]
+        assert "XDL_IP" not in env
+    expected_name = {"pytorchjob": "pytorch", "ascendjob": "ascend", "trainjob": "node"}
+    assert main["name"] == expected_name.get(asked.kind, asked.framework)
+
+
+def _expected_command(asked: Asked) -> list[str]:
+    timeout = str(asked.variant.get("join_timeout", 600))
+    command = ["bash", "/app/scripts/run_8p.sh", "--cluster", asked.kind, "--join-timeout", timeout]
+    if asked.variant.get("data_pvc"):
+        command += ["--data", "/data"]
+    if asked.variant.get("output_pvc"):
+        command += ["--output", "/output"]
+    return command
+
+
+def _check_ascend_pod(template: dict[str, Any], mounts: list[dict], env: dict[str, dict]) -> None:
+    for path in ("/usr/local/Ascend/driver", "/usr/local/Ascend/add-ons"):
+        assert _volume(template, mounts, path)["hostPath"]["path"] == path
+    assert env["XDL_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert template["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910b"
+
+
+def _check_rank_table(docs: list[dict[str, Any]], asked: Asked) -> None:
+    config_map, job = docs
+    assert config_map["kind"] == "ConfigMap"
+    assert config_map["metadata"]["name"] == f"rings-config-{asked.name}"
+    assert json.loads(config_map["data"]["hccl.json"]) == {"status": "initializing"}
+    ring = config_map["metadata"]["labels"]["ring-controller.atlas"]
+    assert job["metadata"]["labels"]["ring-controller.atlas"] == ring
+    for template, _, _ in _pods(job):
+        main = template["spec"]["containers"][0]
+        volume = _volume(template, main["volumeMounts"], RANK_TABLE_DIR)
+        assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+        env = {e["name"]: e.get("value") for e in main["env"]}
+        assert env["RANK_TABLE_FILE"] == f"{RANK_TABLE_DIR}/hccl.json"

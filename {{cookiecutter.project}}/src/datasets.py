@@ -35,6 +35,18 @@ def archive_stem(path: Path) -> str | None:
     return None
 
 
+def _check_members(handle: tarfile.TarFile) -> None:
+    """Refuse what the 'data' filter refuses, on Pythons that lack it: absolute names,
+    names that climb out with '..', and links that point out of the tree."""
+    for member in handle.getmembers():
+        for name in (member.name, member.linkname if member.issym() or member.islnk() else ""):
+            parts = Path(name).parts
+            if name and (Path(name).is_absolute() or ".." in parts):
+                raise tarfile.TarError(f"{member.name!r} would land outside the dataset")
+        if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+            raise tarfile.TarError(f"{member.name!r} is a device or pipe, not data")
+
+
 def _extract(archive: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.unpacking")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -44,9 +56,12 @@ def _extract(archive: Path, dest: Path) -> None:
                 handle.extractall(tmp)  # zipfile drops absolute paths and '..' itself
         else:
             with tarfile.open(archive) as handle:
-                # The 'data' filter refuses links out of the tree and absolute names.
-                kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-                handle.extractall(tmp, **kwargs)
+                if hasattr(tarfile, "data_filter"):
+                    # The 'data' filter refuses links out of the tree and absolute names.
+                    handle.extractall(tmp, filter="data")
+                else:
+                    _check_members(handle)
+                    handle.extractall(tmp)
         os.replace(tmp, dest)
     except (OSError, zipfile.BadZipFile, tarfile.TarError) as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -80,16 +95,16 @@ def _entries(root: Path) -> dict[str, Path]:
     return found
 
 
-def _laid_out(directory: Path) -> bool:
-    name = FILES["train"][0]
+def _laid_out(directory: Path, split: str) -> bool:
+    name = FILES[split][0]
     return any(
         (directory / layout / f).is_file() for layout in LAYOUTS for f in (name, f"{name}.gz")
     )
 
 
-def select(root: Path, name: str | None) -> Path:
+def select(root: Path, name: str | None, split: str = "train") -> Path:
     """The dataset directory under root: --dataset_name, root itself when it holds the
-    files, else the only dataset there; archives are unpacked on the way."""
+    files (of ``split``), else the only dataset there; archives are unpacked on the way."""
     if not root.is_dir():
         raise DatasetError(f"dataset directory {root} does not exist; expected {EXPECTED} in it")
     entries = _entries(root)
@@ -98,7 +113,7 @@ def select(root: Path, name: str | None) -> Path:
             there = ", ".join(entries) or "nothing"
             raise DatasetError(f"--dataset_name {name}: no {name} in {root}; it holds {there}")
         chosen = entries[name]
-    elif _laid_out(root):
+    elif _laid_out(root, split):
         return root
     elif len(entries) == 1:
         chosen = next(iter(entries.values()))
@@ -142,8 +157,8 @@ def load(
 ) -> tuple[Split, Split]:
     """The train and test splits; --traindata/--testdata (train_dir, test_dir) win."""
     dataset = None if train_dir and test_dir else select(data_dir, dataset_name)
-    train = _split(select(train_dir, None) if train_dir else dataset, "train", num_classes)
-    test = _split(select(test_dir, None) if test_dir else dataset, "test", num_classes)
+    train = _split(select(train_dir, None, "train") if train_dir else dataset, "train", num_classes)
+    test = _split(select(test_dir, None, "test") if test_dir else dataset, "test", num_classes)
     return train, test
 
 

@@ -101,15 +101,16 @@ class Once:
         """
         deadline = time.monotonic() + timeout_s
         while not self.is_done():
+            # The copier's failure first: its lock is gone by now, but not for another try.
+            reason = self._failure()
+            if reason is not None:
+                raise StorageError(f"the node's copier could not finish: {reason}")
             if self._acquire():
                 if self.is_done():  # finished between our check and the lock
                     self.lock.unlink(missing_ok=True)
                     return False
                 self._run(step)
                 return True
-            reason = self._failure()
-            if reason is not None:
-                raise StorageError(f"the node's copier could not finish: {reason}")
             if _holder_gone(self.lock):
                 self.lock.unlink(missing_ok=True)
                 continue

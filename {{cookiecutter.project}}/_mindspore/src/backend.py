@@ -22,6 +22,9 @@ from src.mnist import Splits
 from src.model import LeNet5, evaluate
 from src.train_loop import LOOP, fit
 
+CHECKPOINT_SUFFIX = ".ckpt"
+# The output layer: the one to --skip_layers when fine-tuning to another number of classes.
+HEAD = "fc3"
 # Checkpoint entries that are bookkeeping, not weights or optimizer state.
 META = ("epoch", "seed")
 # What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
@@ -32,7 +35,7 @@ class MindSporeBackend:
     """LeNet-5 trained with Momentum; gradients averaged over the ranks (data parallel)."""
 
     name = "mindspore"
-    suffix = ".ckpt"
+    suffix = CHECKPOINT_SUFFIX
 
     def __init__(self, cfg: MSConfig) -> None:
         ctx = init_env(cfg)
@@ -118,3 +121,9 @@ class MindSporeBackend:
 
 def create(cfg: MSConfig) -> MindSporeBackend:
     return MindSporeBackend(cfg)
+
+
+def load_arrays(path: Path) -> dict[str, Any]:
+    """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
+    params = ms.load_checkpoint(str(path))
+    return {name: p.asnumpy() for name, p in params.items() if name not in META}

@@ -25,6 +25,9 @@ from src.precision import choose
 # MNIST's pixel mean and standard deviation, as in PyTorch's own MNIST example.
 MEAN, STD = 0.1307, 0.3081
 EVAL_BATCH = 1000
+CHECKPOINT_SUFFIX = ".pt"
+# The output layer: the one to --skip_layers when fine-tuning to another number of classes.
+HEAD = "classifier.5"
 # What torch.load and load_state_dict raise for a file that is not our checkpoint.
 LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
@@ -40,7 +43,7 @@ class TorchBackend:
     """LeNet trained with SGD, the data held on the device, DDP across ranks."""
 
     name = "pytorch"
-    suffix = ".pt"
+    suffix = CHECKPOINT_SUFFIX
     scheduler_only = False
 
     def __init__(self, cfg: Config) -> None:
@@ -180,3 +183,9 @@ class TorchBackend:
 
 def create(cfg: Config) -> TorchBackend:
     return TorchBackend(cfg)
+
+
+def load_arrays(path: Path) -> dict[str, Any]:
+    """The model weights a checkpoint holds, as numpy arrays (for tests and tools)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {name: tensor.numpy() for name, tensor in state["model"].items()}

@@ -176,3 +176,30 @@ def _misfit(params: list[str], positional: int, keywords: tuple[str, ...]) -> st
     given = set(slots[:positional]) | set(keywords)
     lacking = [r for r in required if r not in given]
     return f"requires {', '.join(lacking)}" if lacking else ""
+
+
+def difference(theirs: str, mine: str) -> str:
+    """How a pinned signature differs from the local one, by parameter."""
+    if not (theirs.startswith("(") and mine.startswith("(")):
+        return f"is {theirs}, not {mine}"
+    old, new = _params(theirs), _params(mine)
+    parts = []
+    if set(new) - set(old):
+        parts.append("lacks " + ", ".join(n + new[n] for n in new if n not in old))
+    if set(old) - set(new):
+        parts.append("also has " + ", ".join(n + old[n] for n in old if n not in new))
+    changed = [n for n in new if n in old and old[n] != new[n]]
+    if changed:
+        parts.append("differs in " + ", ".join(f"{n}{old[n]} (local {n}{new[n]})" for n in changed))
+    return "; ".join(parts) or f"has other overloads: {theirs}"
+
+
+def _params(signature: str) -> dict[str, str]:
+    """{name: "=" when every overload gives it a default, else ""}, over all overloads."""
+    found: dict[str, str] = {}
+    for text in signature[1:-1].split(")|("):
+        for param in filter(None, text.split(",")):
+            name, default = param.rstrip("="), "=" if param.endswith("=") else ""
+            if name not in ("/", "*"):
+                found[name] = default if found.get(name, default) == default else ""
+    return found

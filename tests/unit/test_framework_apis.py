@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from generator import catalog as cat
-from tests.api_record import Record, Resolved, accepts
+from tests.api_record import Record, Resolved, accepts, difference
 from tests.api_usage import Use, scan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,39 +217,12 @@ def changed_report(record: Record, uses: dict[tuple, list[Use]]) -> str:
         for version in sorted(_versions(dist), key=_release):
             theirs = record.resolve(dist, version, tokens).describe(record, dist, version)
             if version != reference and theirs != mine:
-                by_change[_difference(theirs, mine)].append(version)
+                by_change[difference(theirs, mine)].append(version)
         text = ".".join(tokens).replace(".()", "()")
         for change, versions in by_change.items():
             lines.append(f"  {text}: {dist} {', '.join(versions)} {change} (local {reference})")
     title = "Used APIs that differ from the local versions:"
     return "\n".join([title, *lines]) if lines else "Used APIs: none differs from local."
-
-
-def _difference(theirs: str, mine: str) -> str:
-    """How a pinned signature differs from the local one, by parameter."""
-    if not (theirs.startswith("(") and mine.startswith("(")):
-        return f"is {theirs}, not {mine}"
-    old, new = _params(theirs), _params(mine)
-    parts = []
-    if set(new) - set(old):
-        parts.append("lacks " + ", ".join(n + new[n] for n in new if n not in old))
-    if set(old) - set(new):
-        parts.append("also has " + ", ".join(n + old[n] for n in old if n not in new))
-    changed = [n for n in new if n in old and old[n] != new[n]]
-    if changed:
-        parts.append("differs in " + ", ".join(f"{n}{old[n]} (local {n}{new[n]})" for n in changed))
-    return "; ".join(parts) or f"has other overloads: {theirs}"
-
-
-def _params(signature: str) -> dict[str, str]:
-    """{name: "=" when every overload gives it a default, else ""}, over all overloads."""
-    found: dict[str, str] = {}
-    for text in signature[1:-1].split(")|("):
-        for param in filter(None, text.split(",")):
-            name, default = param.rstrip("="), "=" if param.endswith("=") else ""
-            if name not in ("/", "*"):
-                found[name] = default if found.get(name, default) == default else ""
-    return found
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,12 +42,13 @@ FILES = {
 
 
 @pytest.fixture(scope="module")
-def wheel_api() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("wheel_api", TOOLS / "wheel_api.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules["wheel_api"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+def wheel_api() -> Iterator[ModuleType]:
+    """tools/wheel_api.py, imported as the recorder does: tools/ first on the path."""
+    sys.path.insert(0, str(TOOLS))
+    try:
+        yield importlib.import_module("wheel_api")
+    finally:
+        sys.path.remove(str(TOOLS))
 
 
 @pytest.fixture

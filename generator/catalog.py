@@ -16,7 +16,8 @@ from generator.options import FRAMEWORKS
 
 CATALOG_FILE = "catalog.yaml"
 TARGETS = ("cuda", "ascend")
-CHIPS = ("910", "910b")
+# The chip names ascendai/cann tags use: Ascend 910, Atlas A2 (910B), Atlas A3.
+CHIPS = ("910", "910b", "a3")
 # What a framework's version is called in messages: the package users pin.
 LABELS = {"pytorch": "torch", "mindspore": "mindspore"}
 # What users may type for a Python (3.10, 3.10.12, py3.10); the file says exactly 3.10.

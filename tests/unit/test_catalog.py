@@ -47,6 +47,27 @@ def test_bases_are_pinned_runtime_or_cann_images(catalog: cat.Catalog) -> None:
             assert entry.pytorch is None or entry.pytorch.torch_npu, entry.id
 
 
+def test_every_entry_and_ascend_pin_says_where_it_comes_from(catalog: cat.Catalog) -> None:
+    for entry in catalog.entries.values():
+        assert entry.notes, entry.id
+        if entry.target == "ascend":
+            assert "cann-container-image" in entry.notes, entry.id
+            # Each pin names the CANN it was made for, and the table that says so.
+            for pin in filter(None, (entry.pytorch, entry.mindspore)):
+                assert f"CANN {entry.cann}" in pin.notes, entry.id
+
+
+def test_atlas_a3_entries_use_the_a3_tags_and_their_910b_siblings_pins(
+    catalog: cat.Catalog,
+) -> None:
+    a3 = [e for e in catalog.entries.values() if e.chip == "a3"]
+    assert a3 and "a3" in cat.CHIPS
+    for entry in a3:
+        assert entry.base.startswith(f"ascendai/cann:{entry.cann.lower()}-a3-"), entry.id
+        sibling = catalog.entry(entry.id.replace("-a3-", "-910b-"))
+        assert (sibling.pytorch, sibling.mindspore) == (entry.pytorch, entry.mindspore)
+
+
 @pytest.mark.parametrize("target", cat.TARGETS)
 @pytest.mark.parametrize("framework", cat.FRAMEWORKS)
 def test_defaults_resolve_for_every_target_and_framework(
@@ -66,8 +87,12 @@ def test_defaults_resolve_for_every_target_and_framework(
         (("cuda", "pytorch", None, "2.7.1+cu118"), "cuda11.8-ubuntu22.04"),
         (("cuda", "pytorch", None, "1.13"), "cuda11.6-ubuntu20.04"),
         (("ascend", "pytorch", None, "2.5"), "cann8.1.rc1-910b-ubuntu22.04"),
-        (("ascend", "mindspore", "py3.11"), "cann8.2.rc1-910-ubuntu22.04"),
+        (("ascend", "mindspore", "py3.11"), "cann8.5.0-910b-ubuntu22.04"),
+        (("ascend", "mindspore", "3.11", "2.7.0"), "cann8.2.rc1-910-ubuntu22.04"),
         (("ascend", "mindspore", "3.10", "2.6.0"), "cann8.1.rc1-910b-ubuntu22.04"),
+        (("ascend", "mindspore", None, "2.9"), "cann9.0.0-910b-ubuntu22.04"),
+        (("ascend", "pytorch", None, "2.9.0"), "cann8.5.0-910b-ubuntu22.04"),
+        (("cuda", "mindspore", "3.9", "2.9"), "cuda11.6-ubuntu20.04"),
     ],
 )
 def test_resolve_by_python_and_version(
@@ -90,8 +115,12 @@ def test_resolve_by_python_and_version(
             "nearest: torch 2.7.1 (cuda11.8-ubuntu22.04)",
         ),
         (
-            {"target": "ascend", "framework": "mindspore", "framework_version": "2.9"},
-            "nearest: mindspore 2.7.0 (cann8.2.rc1-910-ubuntu22.04)",
+            {"target": "ascend", "framework": "mindspore", "framework_version": "2.10"},
+            "nearest: mindspore 2.9.0 (cann9.0.0-910b-ubuntu22.04)",
+        ),
+        (
+            {"target": "ascend", "framework": "mindspore", "python": "3.13"},
+            "nearest: Python 3.11 with mindspore 2.9.0 (cann9.0.0-910b-ubuntu22.04)",
         ),
         (
             {"target": "cuda", "framework": "pytorch", "python": "3.8", "framework_version": "2.7"},
@@ -105,7 +134,7 @@ def test_resolve_by_python_and_version(
         ),
         (
             {"target": "cuda", "framework": "mindspore", "python": "3.10"},
-            "nearest: Python 3.9 with mindspore 2.6.0 (cuda11.6-ubuntu20.04)",
+            "nearest: Python 3.9 with mindspore 2.9.0 (cuda11.6-ubuntu20.04)",
         ),
         (
             {
@@ -120,7 +149,7 @@ def test_resolve_by_python_and_version(
         (
             {"target": "cuda", "framework": "mindspore", "entry_id": "cuda11.8-ubuntu22.04"},
             "cuda11.8-ubuntu22.04 is not a base for cuda with mindspore; "
-            "use mindspore 2.6.0 (cuda11.6-ubuntu20.04)",
+            "use mindspore 2.9.0 (cuda11.6-ubuntu20.04)",
         ),
         (
             {"target": "cuda", "framework": "pytorch", "entry_id": "cann8.0.0-910b-ubuntu22.04"},
@@ -167,6 +196,7 @@ def _set(path: str, value: object) -> Edit:
 CUDA = "entries/cuda11.8-ubuntu22.04"
 CUDA_OLD = "entries/cuda11.8-ubuntu20.04"
 CANN = "entries/cann8.0.0-910b-ubuntu22.04"
+A3 = "entries/cann9.0.0-a3-ubuntu22.04"
 
 
 @pytest.mark.parametrize(
@@ -211,6 +241,15 @@ CANN = "entries/cann8.0.0-910b-ubuntu22.04"
             "entries.cann8.0.0-910b-ubuntu22.04.pytorch.torch_npu: must be a build for torch 2.4.0",
         ),
         (_set(f"{CANN}/chip", "910c"), "entries.cann8.0.0-910b-ubuntu22.04.chip: '910c' is not"),
+        (
+            _set(f"{A3}/chip", "A3"),
+            "entries.cann9.0.0-a3-ubuntu22.04.chip: 'A3' is not one of 910, 910b, a3",
+        ),
+        (
+            _set(f"{A3}/base", "ascendai/cann:9.0.0-910b-ubuntu22.04-py3.11"),
+            "entries.cann9.0.0-a3-ubuntu22.04.base: tag '9.0.0-910b-ubuntu22.04-py3.11' "
+            "does not say '9.0.0-a3-ubuntu22.04-py3.11'",
+        ),
         (
             _set("defaults/cuda/pytorch", "cuda11.8-ubuntu24.04"),
             "defaults.cuda.pytorch: no entry 'cuda11.8-ubuntu24.04'; did you mean",

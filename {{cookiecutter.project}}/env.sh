@@ -5,10 +5,21 @@
 # Every variable keeps a value you set before sourcing; sourcing never fails and never
 # exits your shell, even under `set -eu`; what it cannot find it says on stderr.
 
-if ! (return 0 2>/dev/null); then
+# Sourced, or run? bash can tell; zsh says so in ZSH_EVAL_CONTEXT; sh (dash) runs it as
+# "env.sh" but sources it under the caller's name.
+_env_sourced=
+if [ -n "${ZSH_EVAL_CONTEXT:-}" ]; then
+    case $ZSH_EVAL_CONTEXT in *:file*) _env_sourced=1 ;; esac
+elif [ -n "${BASH_VERSION:-}" ]; then
+    (return 0 2>/dev/null) && _env_sourced=1
+else
+    case ${0##*/} in env.sh) ;; *) _env_sourced=1 ;; esac
+fi
+if [ -z "$_env_sourced" ]; then
     echo "env.sh: source this file (. ./env.sh); running it changes nothing" >&2
     exit 2
 fi
+unset _env_sourced
 
 _env_note() {
     printf 'env.sh: %s\n' "$*" >&2
@@ -47,14 +58,17 @@ for _env_candidate in "$ASCEND_HOME/ascend-toolkit/set_env.sh" "$ASCEND_HOME/nna
 done
 if [ -n "$_env_cann" ]; then
     # CANN's script reads unset variables and runs failing commands: relax the
-    # caller's strict mode around it, then restore every option (`set +o` prints
-    # the commands that do, in every POSIX shell).
+    # caller's strict mode around it, then restore every option: `set +o` prints the
+    # commands that do, in every POSIX shell, but bash clears -e in $(...), so -e
+    # comes back from $-.
+    _env_flags=$-
     _env_options=$(set +o)
     set +eu
     # shellcheck disable=SC1090
     . "$_env_cann" || _env_note "$_env_cann returned an error; the CANN environment may be incomplete"
     eval "$_env_options"
-    unset _env_options
+    case $_env_flags in *e*) set -e ;; esac
+    unset _env_flags _env_options
 else
     _env_note "no CANN found under ASCEND_HOME=$ASCEND_HOME (ascend-toolkit/set_env.sh, nnae/set_env.sh); training will not see an NPU"
 fi

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from generator.options import Options
 from generator.project import render
 from generator.sample_data import write_sample_dataset
+from tests.training.runs import train
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +60,22 @@ def mindspore_projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
             )
             for loop in ("model", "custom")
         }
+
+
+@pytest.fixture(scope="session")
+def full_run(
+    pytorch_project: Path, mindspore_projects: dict[str, Path], tmp_path_factory
+) -> Callable[[str], Path]:
+    """``full_run(name)``: the output of one run of the shipped config (12 epochs on the
+    project's ./data, every checkpoint kept) for "pytorch", "model" or "custom" (MindSpore's
+    loops); each is run once, when first asked for, and shared."""
+    projects = {"pytorch": pytorch_project, **mindspore_projects}
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            output = tmp_path_factory.mktemp(f"full-{name}")
+            done[name] = train(projects[name], output, "--keep_checkpoints", "10")
+        return done[name]
+
+    return get

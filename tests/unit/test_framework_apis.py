@@ -29,9 +29,9 @@ UNRECORDED = {
 # Uses a pinned version may lack or call differently: (use, framework, version) -> why.
 # The code must cope (branch on the version, catch the error); say how.
 ALLOWED = {
-    ("torch.optim.Optimizer().step", "torch", "1.13.1"): (
-        "the annotation names the base class, whose abstract step(closure) has no default "
-        "before torch 2.0; the optimizer is SGD, whose step(closure=None) overrides it"
+    ("torch.amp.GradScaler", "torch", "1.13.1"): (
+        "precision.py uses torch.amp.GradScaler only where hasattr(torch.amp, 'GradScaler') "
+        "(torch 2.3 on) and the device's own torch.cuda.amp.GradScaler before"
     ),
 }
 # torch_npu sets torch.npu when imported; the template reaches torch.npu only after

@@ -4,11 +4,14 @@
     python3 scripts/cluster.py addresses         this host's IPv4 addresses, one a line
     python3 scripts/cluster.py wait-table FILE SECONDS
         wait until a rank table an operator writes (hccl.json) says "completed"
+    python3 scripts/cluster.py cores N           N equal slices of this process's cores,
+                                                 one taskset list (0-3,8) a line
 
 Minimal images lack iproute2 (no `ip`), so the launchers ask here instead.
 """
 
 import json
+import os
 import socket
 import struct
 import sys
@@ -83,11 +86,31 @@ def wait_table(path, seconds):
     )
 
 
+def core_slices(count):
+    """The CPUs this process may use, in ``count`` equal slices of consecutive ranges."""
+    cpus = sorted(os.sched_getaffinity(0))
+    width = len(cpus) // count
+    if width < 1:
+        raise SystemExit(f"error: {len(cpus)} cores for {count} ranks: nothing to bind")
+    slices = []
+    for i in range(count):
+        ranges = []
+        for cpu in cpus[i * width : (i + 1) * width]:
+            if ranges and cpu == ranges[-1][1] + 1:
+                ranges[-1][1] = cpu
+            else:
+                ranges.append([cpu, cpu])
+        slices.append(",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges))
+    return slices
+
+
 def main(argv):
     if argv[:1] == ["route"] and len(argv) == 2:
         print(*route(argv[1]))
     elif argv == ["addresses"]:
         print("\n".join(address for _, address in interface_addresses()))
+    elif argv[:1] == ["cores"] and len(argv) == 2:
+        print("\n".join(core_slices(int(argv[1]))))
     elif argv[:1] == ["wait-table"] and len(argv) == 3:
         wait_table(argv[1], float(argv[2]))
     else:

@@ -95,7 +95,7 @@ choose_interface() {
 # its stdout (the ranks' progress) shown too; its stderr (a launcher's tracebacks) stays
 # in LOG. Until joined (a function of the launcher) says the job came together, the node
 # waits at most --join-timeout; a signal, or that timeout, stops the whole session.
-# Sets job_status to COMMAND's exit status (124 when the job never came together).
+# Sets job_status to COMMAND's exit status (124 when the node gave up waiting).
 watch_job() {
     local log=$1 waited=0 stopping=''
     shift
@@ -123,7 +123,6 @@ watch_job() {
     wait "$job_pid" || job_status=$?
     trap - INT TERM HUP
     if [[ -n $stopping ]]; then job_status=$stopping; fi
-    if [[ $job_status -ne 0 && $job_status -le 128 ]] && ! joined; then job_status=124; fi
 }
 
 # fail MESSAGE [LOG]: why, in one line, the last lines of LOG, and exit 1.

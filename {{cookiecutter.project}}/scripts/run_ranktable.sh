@@ -23,6 +23,7 @@ options:
   --chip CHIP          the table's rules: 910, 910b, 910_93 (default: {{ cookiecutter.chip }})
   --data DIR, --output DIR, --log-dir DIR   as for run_1p.sh; logs: OUTPUT/logs/rank_N/
   --log-by rank|device name each rank's log directory rank_N (default) or by its device id
+  --bind-cores         pin each rank to its own slice of this node's CPU cores (taskset)
   --dry-run            print every rank's environment and command, run nothing
 USAGE
 }
@@ -37,16 +38,20 @@ python=${PYTHON:-python3}
 rank_table=${RANK_TABLE_FILE:-{% if ms %}$project_root/rank_table_8p.json{% endif %}} node_rank=${NODE_RANK:-}
 nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
 master_addr=${MASTER_ADDR:-} master_port=${MASTER_PORT:-29500} join_timeout=${JOIN_TIMEOUT:-600}
-chip={{ cookiecutter.chip | shell_quote }} wait_table=false dry_run=false log_by=rank
+chip={{ cookiecutter.chip | shell_quote }} wait_table=false dry_run=false log_by=rank bind_cores=false
+stop_timeout=${RANK_STOP_TIMEOUT:-10}
 data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
 train_args=()
 value_options="--rank-table --node-rank --nproc --nnodes --master-addr --master-port --join-timeout --chip --data --output --log-dir --log-by"
-flag_options="--wait-table --dry-run"
+flag_options="--wait-table --bind-cores --dry-run"
 parse_options "$@"
 node_rank_given=${node_rank:+true}
 node_rank=${node_rank:-0} master_addr=${master_addr:-127.0.0.1}
+# With a table, the table says how many nodes there are.
+if [[ -n $rank_table ]] && is_index "$node_rank"; then nnodes=$((node_rank + 1)); fi
 check_job_options
 [[ $log_by == rank || $log_by == device ]] || die_usage "--log-by must be rank or device, not '$log_by'"
+is_index "$stop_timeout" || die_usage "RANK_STOP_TIMEOUT must be whole seconds, not '$stop_timeout'"
 data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
 rank_table=$(absolute "$rank_table")
 
@@ -87,7 +92,18 @@ rank_env() {
 {%- endif %}
     run_words=("$python" "$project_root/train.py" --data_url "$data" --train_url "$output"
         ${train_args[@]+"${train_args[@]}"})
+    if [[ -n ${cores[$1]:-} ]]; then run_words=(taskset -c "${cores[$1]}" "${run_words[@]}"); fi
 }
+
+# With --bind-cores, each local rank's slice of the cores this launcher may use.
+cores=()
+if [[ $bind_cores == true ]]; then
+    if command -v taskset >/dev/null; then
+        mapfile -t cores < <("$python" "$project_root/scripts/cluster.py" cores "$nproc")
+    else
+        echo "$launcher_name: no taskset here; --bind-cores is ignored" >&2
+    fi
+fi
 
 if [[ $dry_run == true ]]; then
     printf '# per-rank: %s processes on node %s, rank size %s%s\n' "$nproc" "$node_rank" \
@@ -109,14 +125,18 @@ cd "$project_root"
 export HCCL_CONNECT_TIMEOUT
 if [[ $rank_size -gt $nproc ]]; then choose_interface; fi
 pids=() logs=()
+# SIGTERM to every rank's session, SIGKILL to what outlives RANK_STOP_TIMEOUT seconds.
 stop_ranks() {
-    local pid
+    local pid waited
     for pid in ${pids[@]+"${pids[@]}"}; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-    sleep 1
+    for ((waited = 0; waited < stop_timeout * 5; waited++)); do
+        kill -0 ${pids[@]+"${pids[@]/#/-}"} 2>/dev/null || break
+        sleep 0.2
+    done
     for pid in ${pids[@]+"${pids[@]}"}; do kill -KILL -- "-$pid" 2>/dev/null || true; done
 }
-trap 'stop_ranks; exit 130' INT
-trap 'stop_ranks; exit 143' TERM
+trap 'echo "$launcher_name: interrupted; stopping every rank" >&2; stop_ranks; exit 130' INT
+trap 'echo "$launcher_name: terminated; stopping every rank" >&2; stop_ranks; exit 143' TERM
 # start_rank I: local rank I in its own session and directory (where MindSpore and CANN
 # leave per-process files), its output in train.log there; local rank 0 is shown here too,
 # so that a platform's job log has it.

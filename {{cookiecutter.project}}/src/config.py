@@ -35,9 +35,9 @@ class Config:
     train_dir: Path | None = None
     test_dir: Path | None = None
     device_target: str = "auto"
-    epoch_size: int = 10
-    batch_size: int = 64
-    lr: float = 0.02
+    epoch_size: int = 12
+    batch_size: int = 32
+    lr: float = 0.01
     momentum: float = 0.9
     seed: int = 0
     num_classes: int = 10

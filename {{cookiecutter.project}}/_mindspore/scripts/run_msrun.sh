@@ -104,6 +104,8 @@ if [[ $job_status -eq 0 ]]; then
 fi
 # The worker that failed first: the earliest log holding an error line.
 failed=$(grep -l -E '^error: |Traceback' "$log_dir"/worker_*.log 2>/dev/null | head -n 1 || true)
+# No worker said why, and the cluster never formed: msrun gave up waiting for the others.
+[[ -n $failed ]] || joined || job_status=124
 if [[ -z $failed ]]; then job_failed "msrun exited with status $job_status; see $log_dir/msrun.log" "$log_dir/msrun.log"; fi
 rank=${failed##*worker_}
 job_failed "rank ${rank%.log} failed; msrun stopped the other workers of node $node_rank; its log: $failed" "$failed"

@@ -93,6 +93,8 @@ if [[ $job_status -eq 0 ]]; then
     exit 0
 fi
 read -r rank local_rank <<<"$(failed_rank)" || true
+# No rank ran, and none failed: torchrun gave up waiting for the other nodes.
+[[ -n ${rank:-} ]] || joined || job_status=124
 if [[ -z ${rank:-} ]]; then
     job_failed "torchrun exited with status $job_status; see $log_dir/torchrun.log"
 fi

@@ -1,11 +1,13 @@
-"""A stand-in for moxing, the OBS client of OpenI and ModelArts: obs:// URLs are local directories.
+"""A stand-in for moxing, the OBS client of OpenI and ModelArts: obs:// URLs are local paths.
 
-obs://bucket/key is $FAKE_OBS_ROOT/bucket/key. Like the real one it is used as
-``mox.file.copy_parallel(src_url, dst_url)``, which copies a directory tree.
-Test knobs, all optional:
+obs://bucket/key is $FAKE_OBS_ROOT/bucket/key. Like the real one it offers
+``mox.file.copy_parallel`` (a directory tree), ``copy`` (one file), ``exists``
+and ``remove``. Test knobs, all optional:
     FAKE_MOXING_LOG     append one line per copy ("src -> dst") to this file
     FAKE_MOXING_DELAY   seconds to sleep before copying (a slow download)
-    FAKE_MOXING_FAIL    fail every copy whose source contains this text
+    FAKE_MOXING_FAIL    fail every copy whose source or destination contains this text
+    FAKE_MOXING_FAILS   with FAKE_MOXING_FAIL: fail only this many times (a flaky store),
+                        counted in the file FAKE_MOXING_LOG names, plus ".fails"
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ SCHEME = "obs://"
 
 
 class ObsError(Exception):
-    """What the fake raises for a failed copy: like moxing, a type of its own."""
+    """What the fake raises for a failed call: like moxing, a type of its own."""
 
 
 def _local(url: str) -> Path:
@@ -29,20 +31,58 @@ def _local(url: str) -> Path:
     return Path(url)
 
 
-def copy_parallel(src_url: str, dst_url: str) -> None:
-    """Copy the tree at src_url into dst_url, creating it; files already there are replaced."""
+def _should_fail(src_url: str, dst_url: str) -> bool:
+    fail = os.environ.get("FAKE_MOXING_FAIL")
+    if not fail or (fail not in src_url and fail not in dst_url):
+        return False
+    limit = os.environ.get("FAKE_MOXING_FAILS")
+    if limit is None:
+        return True
+    counter = Path(os.environ["FAKE_MOXING_LOG"] + ".fails")
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    return count < int(limit)
+
+
+def _begin(src_url: str, dst_url: str) -> None:
     log = os.environ.get("FAKE_MOXING_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as stream:
             stream.write(f"{src_url} -> {dst_url}\n")
     time.sleep(float(os.environ.get("FAKE_MOXING_DELAY", "0")))
-    fail = os.environ.get("FAKE_MOXING_FAIL")
-    if fail and fail in src_url:
+    if _should_fail(src_url, dst_url):
         raise ObsError(f"NoSuchKey: {src_url} (403 Forbidden)")
+
+
+def copy_parallel(src_url: str, dst_url: str) -> None:
+    """Copy the tree at src_url into dst_url, creating it; files already there are replaced."""
+    _begin(src_url, dst_url)
     source = _local(src_url)
     if not source.is_dir():
         raise ObsError(f"NoSuchKey: {src_url}")
     shutil.copytree(source, _local(dst_url), dirs_exist_ok=True)
 
 
-file = SimpleNamespace(copy_parallel=copy_parallel)
+def copy(src_url: str, dst_url: str) -> None:
+    """Copy one file."""
+    _begin(src_url, dst_url)
+    source = _local(src_url)
+    if not source.is_file():
+        raise ObsError(f"NoSuchKey: {src_url}")
+    _local(dst_url).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, _local(dst_url))
+
+
+def exists(url: str) -> bool:
+    return _local(url).exists()
+
+
+def remove(url: str, recursive: bool = False) -> None:
+    path = _local(url)
+    if recursive and path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+file = SimpleNamespace(copy_parallel=copy_parallel, copy=copy, exists=exists, remove=remove)

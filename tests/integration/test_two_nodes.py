@@ -1,0 +1,219 @@
+"""Two nodes rehearsed on one machine: two network namespaces joined by a veth pair act as two
+hosts with their own addresses (10.250.N.1 and .2, nothing else is ever dialled). The
+generated launchers run there as a user would: torchrun and msrun, 2 nodes x 1 process, end
+with the weights of one node x 2 processes; the rank-table launcher finds each node's ranks
+by its address; a wrong master and a node that never comes both fail within the join timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from generator import ranktable
+from tests.conftest import RenderProject
+from tests.template.launchers import assert_all_gone, env, free_port
+from tests.training.runs import assert_same_weights
+
+TRAIN = ("--", "--device_target", "cpu", "--epoch_size", "2", "--batch_size", "32")
+JOIN_TIMEOUT = 20
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Two namespaces, node 0 at ``addresses[0]`` and node 1 at ``addresses[1]``."""
+
+    names: tuple[str, str]
+    addresses: tuple[str, str]
+
+    def start(
+        self, node: int, command: list[str], hostname: str | None, **variables: str
+    ) -> subprocess.Popen[str]:
+        """COMMAND in node's namespace (with its own hostname, in a UTS namespace, if given)."""
+        prefix = ["ip", "netns", "exec", self.names[node]]
+        if hostname:
+            script = 'hostname "$0" && exec "$@"'
+            prefix += ["unshare", "--uts", "sh", "-c", script, hostname]
+        return subprocess.Popen(
+            [*prefix, *command],
+            env=env(**variables),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def hosts() -> Iterator[Hosts]:
+    assert os.geteuid() == 0, "the two-node tests create network namespaces: run them as root"
+    tag = f"tt{os.getpid() % 10000}"
+    subnet = 10 + os.getpid() % 240
+    names = (f"{tag}a", f"{tag}b")
+    addresses = (f"10.250.{subnet}.1", f"10.250.{subnet}.2")
+    try:
+        for name in names:
+            _ip("netns", "add", name)
+        _ip("link", "add", f"{tag}-0", "type", "veth", "peer", "name", f"{tag}-1")
+        for i, name in enumerate(names):
+            _ip("link", "set", f"{tag}-{i}", "netns", name)
+            _ip("-n", name, "addr", "add", f"{addresses[i]}/24", "dev", f"{tag}-{i}")
+            _ip("-n", name, "link", "set", f"{tag}-{i}", "up")
+            _ip("-n", name, "link", "set", "lo", "up")
+        yield Hosts(names, addresses)
+    finally:
+        for name in names:
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def _finish(procs: list[subprocess.Popen[str]], timeout: float) -> list[tuple[int, str, str]]:
+    return [(p.wait(timeout), *p.communicate()) for p in procs]
+
+
+def _two_nodes(hosts: Hosts, project: Path, out: Path, hostnames: tuple, port: str) -> None:
+    script = str(project / "scripts" / "run_8p.sh")
+    procs = [
+        hosts.start(
+            node,
+            [
+                script,
+                "--nnodes",
+                "2",
+                "--nproc",
+                "1",
+                "--node-rank",
+                str(node),
+                "--master-addr",
+                hosts.addresses[0],
+                "--master-port",
+                port,
+                "--output",
+                str(out / f"node{node}"),
+                *TRAIN,
+            ],
+            hostnames[node],
+            PYTHON=sys.executable,
+        )
+        for node in (0, 1)
+    ]
+    results = _finish(procs, 300)
+    assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
+
+
+def _one_node(project: Path, out: Path) -> Path:
+    script = project / "scripts" / "run_8p.sh"
+    result = subprocess.run(
+        [str(script), "--nproc", "2", "--master-port", free_port(), "--output", str(out), *TRAIN],
+        env=env(PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+def test_two_nodes_end_with_the_weights_of_one_node(
+    render_project: RenderProject, hosts: Hosts, tmp_path: Path, framework: str
+) -> None:
+    project = render_project(framework=framework, target="cuda", devices_per_node=1)
+    suffix = ".pt" if framework == "pytorch" else ".ckpt"
+    # Each its own hostname; and both the machine's, which resolves to 127.0.0.1 here as on
+    # Debian and Ubuntu nodes (gloo dialled itself with that before the launcher chose the
+    # interface).
+    _two_nodes(hosts, project, tmp_path / "own", ("node0", "node1"), free_port())
+    reference = _one_node(project, tmp_path / "one")
+    assert_same_weights(
+        tmp_path / "own" / "node0" / f"lenet_epoch2{suffix}",
+        reference / f"lenet_epoch2{suffix}",
+        1e-5,
+    )
+    if framework == "pytorch":
+        _two_nodes(hosts, project, tmp_path / "same", (None, None), free_port())
+        same = tmp_path / "same" / "node0" / "lenet_epoch2.pt"
+        assert_same_weights(same, reference / "lenet_epoch2.pt", 1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
+    render_project: RenderProject, hosts: Hosts, tmp_path: Path, framework: str
+) -> None:
+    project = render_project(framework=framework, target="cuda", devices_per_node=1)
+    script = str(project / "scripts" / "run_8p.sh")
+    wrong = hosts.addresses[0].rsplit(".", 1)[0] + ".9"  # in the subnet, but nobody's there
+    common = [
+        "--nnodes",
+        "2",
+        "--nproc",
+        "1",
+        "--join-timeout",
+        str(JOIN_TIMEOUT),
+        "--master-port",
+        free_port(),
+    ]
+    began = time.monotonic()
+    procs = [
+        # Node 0 waits for a node 1 that never comes; node 1 dials a master that is not there.
+        hosts.start(
+            0,
+            [script, *common, "--node-rank", "0", "--master-addr", hosts.addresses[0], *TRAIN],
+            None,
+            PYTHON=sys.executable,
+        ),
+        hosts.start(
+            1,
+            [script, *common, "--node-rank", "1", "--master-addr", wrong, *TRAIN],
+            None,
+            PYTHON=sys.executable,
+        ),
+    ]
+    results = _finish(procs, 120)
+    assert time.monotonic() - began < JOIN_TIMEOUT + 15
+    for node, (code, _, stderr) in enumerate(results):
+        master = (hosts.addresses[0], wrong)[node]
+        errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+        assert code == 1 and len(errors) == 1, stderr[-3000:]
+        assert errors[0].startswith(
+            f"error: node {node}: the job did not come together at {master}:"
+        )
+        assert f"within --join-timeout {JOIN_TIMEOUT} s" in errors[0]
+        assert "Traceback" not in stderr
+    assert_all_gone(str(project / "train.py"))
+
+
+def test_the_rank_table_launcher_finds_each_node_by_its_address(
+    render_project: RenderProject, hosts: Hosts, tmp_path: Path
+) -> None:
+    project = render_project(framework="mindspore", target="ascend", devices_per_node=2)
+    # The table lists node 1 first: ranks come from the table, not from node numbers.
+    tables = [
+        ranktable.generate(hosts.addresses[n], [0, 1], [f"10.9.{n}.1", f"10.9.{n}.2"])
+        for n in (1, 0)
+    ]
+    (tmp_path / "t.json").write_text(ranktable.merge(tables).dumps())
+    script = str(project / "scripts" / "run_8p.sh")
+    procs = [
+        hosts.start(
+            node,
+            [script, "--dry-run", "--rank-table", str(tmp_path / "t.json")],
+            None,
+            PYTHON=sys.executable,
+        )
+        for node in (0, 1)
+    ]
+    (code0, out0, err0), (code1, out1, err1) = _finish(procs, 60)
+    assert code0 == code1 == 0, err0 + err1
+    assert "RANK_SIZE=4 RANK_ID=2 DEVICE_ID=0" in out0 and "RANK_ID=3 DEVICE_ID=1" in out0
+    assert "RANK_SIZE=4 RANK_ID=0 DEVICE_ID=0" in out1 and "RANK_ID=1 DEVICE_ID=1" in out1

@@ -1,0 +1,104 @@
+"""Every launcher's --dry-run, compared whole with its golden file (pytest --update-golden
+rewrites them after a deliberate change): what each rank of a job gets, as a user reads it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator import ranktable
+from tests.conftest import RenderProject
+from tests.golden import Golden
+from tests.template.launchers import BIN, env, run
+
+ONE_NODE = ("--dry-run", "--master-port", "29500")
+# case: (project options, script, arguments, environment)
+CASES = {
+    "run_1p.txt": (
+        {},
+        "run_1p.sh",
+        ("--dry-run", "--device-id", "3", "--", "--epoch_size", "2"),
+        {},
+    ),
+    "torchrun_node1_of_2.txt": (
+        {"target": "cuda", "devices_per_node": 4, "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run", "--node-rank", "1", "--master-addr", "10.0.0.1", "--", "--smoke"),
+        {},
+    ),
+    "ranktable_pytorch_no_table.txt": (
+        {"target": "ascend", "devices_per_node": 2},
+        "run_8p.sh",
+        (*ONE_NODE, "--master-addr", "10.0.0.1", "--data", "/data", "--output", "/out"),
+        {},
+    ),
+    "ranktable_devices_4_7.txt": (
+        {"target": "ascend", "devices_per_node": 4, "framework": "mindspore"},
+        "run_8p.sh",
+        ("--dry-run", "--nproc", "4", "--rank-table", "{tmp}/t47.json", "--node-rank", "0"),
+        {},
+    ),
+    "ranktable_node1_of_2.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore", "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run", "--rank-table", "{tmp}/t16.json", "--node-rank", "1"),
+        {},
+    ),
+    "msrun_node1_of_2.txt": (
+        {"target": "cuda", "devices_per_node": 4, "framework": "mindspore", "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run", "--node-rank", "1", "--", "--smoke"),
+        {},
+    ),
+    "cluster_pytorchjob.txt": (
+        {"target": "cuda", "devices_per_node": 8},
+        "run_8p.sh",
+        ("--cluster", "pytorchjob", "--dry-run"),
+        {"PET_NNODES": "3", "PET_NPROC_PER_NODE": "8", "PET_NODE_RANK": "2"}
+        | {"PET_MASTER_ADDR": "job-master-0", "PET_MASTER_PORT": "23456"},
+    ),
+    "cluster_volcano_cuda.txt": (
+        {"target": "cuda", "devices_per_node": 2},
+        "run_8p.sh",
+        ("--cluster", "volcano", "--dry-run"),
+        {"MASTER_ADDR": "job-master-0.job", "MASTER_PORT": "23456", "WORLD_SIZE": "2", "RANK": "1"},
+    ),
+    "cluster_ascendjob_mindspore.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore", "nnodes": 2},
+        "run_8p.sh",
+        ("--cluster", "ascendjob", "--dry-run"),
+        {"MS_WORKER_NUM": "16", "MS_LOCAL_WORKER": "8", "MS_NODE_RANK": "1"}
+        | {"MS_SCHED_HOST": "10.96.0.7", "MS_SCHED_PORT": "2222", "MS_ROLE": "MS_WORKER"},
+    ),
+    "cluster_ascendjob_pytorch.txt": (
+        {"target": "ascend", "devices_per_node": 8, "nnodes": 2},
+        "run_8p.sh",
+        ("--cluster", "ascendjob", "--dry-run"),
+        {"MASTER_ADDR": "10.96.0.8", "MASTER_PORT": "2222", "WORLD_SIZE": "16", "RANK": "1"}
+        | {"LOCAL_WORLD_SIZE": "8"},
+    ),
+}
+GOLDEN_CASES = list(CASES)
+
+
+def _tables(tmp_path: Path) -> None:
+    on_4_7 = ranktable.generate("10.0.0.1", [4, 5, 6, 7], [f"10.9.0.{i}" for i in range(4)])
+    (tmp_path / "t47.json").write_text(on_4_7.dumps())
+    (tmp_path / "t16.json").write_text(ranktable.example(8, 2).dumps())
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES)
+def test_dry_runs_match_their_golden_files(
+    render_project: RenderProject, golden: Golden, tmp_path: Path, case: str
+) -> None:
+    options, script, args, extra = CASES[case]
+    project = render_project("demo", **options)
+    _tables(tmp_path)
+    argv = [arg.format(tmp=tmp_path) for arg in args]
+    result = run(project / "scripts" / script, *argv, environ=env(PYTHON=sys.executable, **extra))
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.replace(str(project), "{project}").replace(str(tmp_path), "{tmp}")
+    text = text.replace(str(BIN / "msrun"), "{bin}/msrun").replace(sys.executable, "{python}")
+    golden.check(case, text)

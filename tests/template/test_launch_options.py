@@ -1,0 +1,163 @@
+"""The launchers' command lines: bad input is one line and the usage, exit 2; defaults come
+from the environment and the answers the project was generated with; paths stay one word."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RenderProject
+from tests.template.launchers import assert_usage_error, env, fake_python, run
+
+BAD = [
+    ("pytorch", "cuda", "run_8p.sh", ["--bogus"], "unknown argument: --bogus"),
+    ("pytorch", "cuda", "run_8p.sh", ["--nproc", "x"], "--nproc must be a whole number"),
+    ("pytorch", "cuda", "run_8p.sh", ["--nproc", "08"], "--nproc must be a whole number"),
+    ("pytorch", "cuda", "run_8p.sh", ["--nproc"], "--nproc needs a value"),
+    ("pytorch", "cuda", "run_8p.sh", ["--nproc", "--dry-run"], "--nproc needs a value"),
+    (
+        "pytorch",
+        "cuda",
+        "run_8p.sh",
+        ["--nnodes", "2", "--node-rank", "2"],
+        "--node-rank 2 is not below --nnodes 2",
+    ),
+    (
+        "pytorch",
+        "cuda",
+        "run_8p.sh",
+        ["--master-port", "70000"],
+        "--master-port must be a TCP port",
+    ),
+    ("pytorch", "cuda", "run_8p.sh", ["--join-timeout", "soon"], "--join-timeout must be whole"),
+    ("pytorch", "cuda", "run_8p.sh", ["--launcher", "mpirun"], "--launcher must be torchrun"),
+    ("pytorch", "cuda", "run_8p.sh", ["--cluster", "slurm"], "--cluster must be trainjob"),
+    ("pytorch", "ascend", "run_8p.sh", ["--log-by", "host"], "--log-by must be rank or device"),
+    ("pytorch", "ascend", "run_1p.sh", ["--device-id", "gpu0"], "--device-id must be a whole"),
+    ("pytorch", "ascend", "run_1p.sh", ["--data", ""], "--data needs a value"),
+    ("pytorch", "ascend", "run_1p.sh", ["extra"], "unknown argument: extra"),
+    ("mindspore", "both", "run_msrun.sh", ["--worker-num", "0"], "--worker-num must be a whole"),
+    (
+        "mindspore",
+        "both",
+        "run_msrun.sh",
+        ["--worker-num", "8", "--nproc", "8", "--node-rank", "1", "--nnodes", "2"],
+        "--node-rank 1 with --nproc 8 needs ranks up to 15, but the job has 8 workers",
+    ),
+    (
+        "mindspore",
+        "both",
+        "run_msrun.sh",
+        ["--master-port", "80"],
+        "--master-port must be a TCP port from 1024",
+    ),
+    ("mindspore", "both", "run_8p.sh", ["--launcher", "torchrun"], "--launcher must be msrun"),
+    ("mindspore", "ascend", "run_8p.sh", ["--rank-table"], "--rank-table needs a value"),
+]
+
+
+@pytest.mark.parametrize(("framework", "target", "script", "args", "message"), BAD)
+def test_bad_arguments_print_usage_and_exit_2(
+    render_project: RenderProject, framework: str, target: str, script: str, args, message: str
+) -> None:
+    project = render_project(framework=framework, target=target)
+    result = run(project / "scripts" / script, "--dry-run", *args)
+    # run_8p.sh hands the launcher's options on: its usage may be the one shown.
+    assert_usage_error(result, message, "run_")
+
+
+def test_bad_stop_timeout(render_project: RenderProject) -> None:
+    project = render_project(target="ascend")
+    result = run(project / "scripts" / "run_8p.sh", environ=env(RANK_STOP_TIMEOUT="1.5"))
+    assert_usage_error(
+        result, "RANK_STOP_TIMEOUT must be whole seconds, not '1.5'", "run_ranktable"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "missing"),
+    [
+        ("pytorchjob", "PET_NNODES PET_NPROC_PER_NODE PET_NODE_RANK"),
+        ("volcano", "MASTER_ADDR MASTER_PORT WORLD_SIZE RANK"),
+    ],
+)
+def test_a_cluster_kind_without_its_variables_is_one_line(
+    render_project: RenderProject, kind: str, missing: str
+) -> None:
+    project = render_project(target="cuda")
+    result = run(project / "scripts" / "run_8p.sh", "--cluster", kind, "--dry-run")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: --cluster {kind}: {missing}")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_both_picks_a_launcher(render_project: RenderProject) -> None:
+    for framework, spawner in (("pytorch", "torchrun"), ("mindspore", "msrun")):
+        script = render_project(f"b{framework}", framework=framework, target="both") / "scripts"
+        auto = run(script / "run_8p.sh", "--dry-run", environ=env(PYTHON=sys.executable)).stdout
+        assert auto.startswith("# per-rank:" if Path("/dev/davinci0").exists() else f"# {spawner}:")
+        chosen = run(
+            script / "run_8p.sh", "--dry-run", "--launcher", "ranktable", "--node-rank", "0"
+        )
+        assert chosen.stdout.startswith("# per-rank:"), chosen.stderr
+        by_env = run(
+            script / "run_8p.sh", "--dry-run", environ=env(LAUNCHER=spawner, PYTHON=sys.executable)
+        )
+        assert by_env.stdout.startswith(f"# {spawner}:")
+
+
+def test_environment_supplies_the_defaults_and_flags_win(render_project: RenderProject) -> None:
+    project = render_project(target="cuda", devices_per_node=8)
+    variables = env(
+        NPROC_PER_NODE="2", NNODES="3", NODE_RANK="2", MASTER_ADDR="node0", MASTER_PORT="2345"
+    )
+    result = run(project / "scripts" / "run_8p.sh", "--dry-run", environ=variables)
+    words = shlex.split(result.stdout.splitlines()[-1])
+    assert words[words.index("--nnodes") : words.index("--rdzv_conf")] == [
+        *"--nnodes 3 --nproc_per_node 2 --node_rank 2 --master_addr node0 --master_port 2345".split()
+    ]
+    flagged = run(project / "scripts" / "run_8p.sh", "--dry-run", "--nproc=1", environ=variables)
+    assert "--nproc_per_node 1 " in flagged.stdout
+
+
+def test_help_shows_the_rendered_defaults(render_project: RenderProject) -> None:
+    project = render_project(framework="mindspore", target="ascend", devices_per_node=4, nnodes=2)
+    for script in ("run_ranktable.sh", "run_msrun.sh"):
+        result = run(project / "scripts" / script, "--help")
+        assert result.returncode == 0 and "else 4)" in result.stdout and "else 2)" in result.stdout
+    assert "--cluster KIND" in run(project / "scripts" / "run_8p.sh", "--help").stdout
+    assert run(project / "scripts" / "run_1p.sh", "-h").stdout.startswith(
+        "usage: scripts/run_1p.sh"
+    )
+
+
+# Spaces, both quotes, a command substitution, a glob and a leading dash: one word each.
+AWKWARD = "my data 'q' \"dq\" $(touch pwned) `touch pwned2` * -x"
+
+
+def test_awkward_paths_are_single_arguments(render_project: RenderProject, tmp_path: Path) -> None:
+    project = render_project(target="ascend")
+    argv_file = tmp_path / "argv.txt"
+    fake = fake_python(
+        tmp_path / "fake python",
+        f"with open({str(argv_file)!r}, 'w') as out:\n    out.write(repr(sys.argv[2:]))\n",
+    )
+    data, output = tmp_path / AWKWARD, tmp_path / f"out {AWKWARD}"
+    expected = ["--data_url", str(data), "--train_url", str(output), "--flag", "a b"]
+    paths = ("--data", str(data), f"--output={output}", "--", "--flag", "a b")
+    one = run(project / "scripts" / "run_1p.sh", *paths, environ=env(PYTHON=str(fake)))
+    assert one.returncode == 0, one.stderr
+    assert ast.literal_eval(argv_file.read_text()) == expected
+    many = run(
+        project / "scripts" / "run_8p.sh", "--nproc", "1", *paths, environ=env(PYTHON=str(fake))
+    )
+    assert many.returncode == 0, many.stderr
+    assert ast.literal_eval(argv_file.read_text()) == expected
+    assert (output / "logs" / "rank_0" / "train.log").is_file()
+    dry = run(project / "scripts" / "run_1p.sh", "--dry-run", *paths)
+    assert shlex.split(dry.stdout.splitlines()[-1])[2:] == expected
+    assert not list(tmp_path.rglob("pwned*")), "a path was executed"

@@ -1,0 +1,201 @@
+"""The per-rank launcher reads ranks and devices from the rank table: this node's entry by
+--node-rank or by its address, checked before any rank starts; tables an operator is still
+writing are waited for; every table format HCCL and the platforms use is accepted."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from generator import ranktable
+from tests.conftest import RenderProject
+from tests.template.launchers import env, fake_python, run
+
+RANK_LINE = re.compile(
+    r"^RANK_TABLE_FILE=(\S+) RANK_SIZE=(\d+) RANK_ID=(\d+) DEVICE_ID=(\d+) ", re.M
+)
+
+
+def ranks(stdout: str) -> list[tuple[int, int, int]]:
+    """(RANK_SIZE, RANK_ID, DEVICE_ID) of every rank a dry run prints."""
+    return [(int(s), int(r), int(d)) for _, s, r, d in RANK_LINE.findall(stdout)]
+
+
+def this_host() -> str:
+    """An address of this host that is not loopback, as the launcher finds them."""
+    script = (
+        Path(__file__).resolve().parents[2] / "{{cookiecutter.project}}" / "scripts" / "cluster.py"
+    )
+    found = subprocess.run(
+        [sys.executable, str(script), "addresses"], capture_output=True, text=True
+    )
+    return next(a for a in found.stdout.split() if not a.startswith("127."))
+
+
+def table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
+    tables = [
+        ranktable.generate(ip, devices, [f"10.{n}.0.{d}" for d in devices])
+        for n, (ip, devices) in enumerate(servers)
+    ]
+    path.write_text(ranktable.merge(tables).dumps())
+    return path
+
+
+@pytest.fixture
+def ms_ascend(render_project: RenderProject) -> Path:
+    return render_project(framework="mindspore", target="ascend", devices_per_node=4)
+
+
+def dry_run(project: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    return run(
+        project / "scripts" / "run_8p.sh",
+        "--dry-run",
+        *args,
+        environ=env(PYTHON=sys.executable, **variables),
+    )
+
+
+def test_this_nodes_entry_is_found_by_its_address(ms_ascend: Path, tmp_path: Path) -> None:
+    # A 2-server table given in reverse order: this host is the first entry, node "1" elsewhere.
+    path = table(tmp_path / "t.json", [(this_host(), [0, 1, 2, 3]), ("10.250.0.9", [0, 1, 2, 3])])
+    found = dry_run(ms_ascend, "--rank-table", str(path))
+    assert found.returncode == 0, found.stderr
+    assert ranks(found.stdout) == [(8, r, r) for r in range(4)]
+    # --node-rank picks the entry by its index instead.
+    assert ranks(dry_run(ms_ascend, "--rank-table", str(path), "--node-rank", "1").stdout) == [
+        (8, 4 + r, r) for r in range(4)
+    ]
+
+
+def test_a_pod_finds_its_entry_by_its_hosts_address(ms_ascend: Path, tmp_path: Path) -> None:
+    # In a pod, the table lists the hosts; the operator passes the host's as XDL_IP.
+    path = table(tmp_path / "t.json", [("10.250.0.8", [0, 1, 2, 3]), ("10.250.0.9", [0, 1, 2, 3])])
+    result = dry_run(ms_ascend, "--rank-table", str(path), XDL_IP="10.250.0.9")
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(8, 4 + r, r) for r in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("servers", "args", "message"),
+    [
+        (
+            [("10.250.0.8", [0, 1, 2, 3])],
+            [],
+            "none of the table's servers (10.250.0.8) is this host",
+        ),
+        (
+            [("10.250.0.8", [0, 1])],
+            ["--node-rank", "0"],
+            "has 2 device(s) in the table, but --nproc is 4",
+        ),
+        ([("10.250.0.8", [0, 1, 2, 3])], ["--node-rank", "3"], "--node-rank 3: the table numbers"),
+    ],
+)
+def test_a_table_that_does_not_fit_this_node_stops_before_any_rank(
+    ms_ascend: Path, tmp_path: Path, servers, args: list[str], message: str
+) -> None:
+    started = tmp_path / "started"
+    fake = fake_python(tmp_path / "fake.py", f"open({str(started)!r}, 'a').close()\n")
+    path = table(tmp_path / "t.json", servers)
+    result = run(
+        ms_ascend / "scripts" / "run_8p.sh",
+        "--rank-table",
+        str(path),
+        *args,
+        environ=env(PYTHON=str(fake)),
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: rank table {path}, no rank was started: "), (
+        result.stderr
+    )
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not started.exists() and not (ms_ascend / "output").exists()
+
+
+def test_a_broken_table_names_its_first_problem(ms_ascend: Path, tmp_path: Path) -> None:
+    data = ranktable.example(4).to_dict()
+    data["server_list"][0]["device"][1]["device_ip"] = data["server_list"][0]["device"][0][
+        "device_ip"
+    ]
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    result = dry_run(ms_ascend, "--rank-table", str(tmp_path / "t.json"), "--node-rank", "0")
+    assert result.returncode == 1
+    assert (
+        "device[1].device_ip: 10.100.0.1 is also used by server_list[0].device[0]" in result.stderr
+    )
+
+
+def test_every_format_is_accepted(ms_ascend: Path, tmp_path: Path) -> None:
+    group_list = {
+        "status": "completed",
+        "group_count": "1",
+        "group_list": [
+            {
+                "group_name": "job",
+                "instance_count": "4",
+                "instance_list": [
+                    {
+                        "rank_id": str(r),
+                        "server_id": "10.250.0.8",
+                        "devices": [{"device_id": str(r + 4), "device_ip": f"10.9.0.{r}"}],
+                    }
+                    for r in range(4)
+                ],
+            }
+        ],
+    }
+    (tmp_path / "g.json").write_text(json.dumps(group_list))
+    result = dry_run(ms_ascend, "--rank-table", str(tmp_path / "g.json"), "--node-rank", "0")
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(4, r, r + 4) for r in range(4)]
+
+
+def test_a_table_being_written_is_waited_for(ms_ascend: Path, tmp_path: Path) -> None:
+    path = tmp_path / "hccl.json"
+    path.write_text('{"status": "initializing"}')
+    final = ranktable.example(4).dumps()
+    threading.Timer(2.0, lambda: path.write_text(final)).start()
+    began = time.monotonic()
+    result = dry_run(ms_ascend, "--rank-table", str(path), "--wait-table", "--node-rank", "0")
+    assert result.returncode == 0, result.stderr
+    assert 1.5 < time.monotonic() - began < 30
+    assert "waiting for " in result.stderr and "status initializing" in result.stderr
+    assert ranks(result.stdout) == [(4, r, r) for r in range(4)]
+
+
+def test_a_table_never_completed_fails_within_the_join_timeout(
+    ms_ascend: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "hccl.json"
+    path.write_text('{"status": "initializing"}')
+    began = time.monotonic()
+    args = ("--rank-table", str(path), "--wait-table", "--join-timeout", "3")
+    result = dry_run(ms_ascend, *args)
+    assert result.returncode == 1
+    assert time.monotonic() - began < 15
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {path} still says initializing after 3 s: the operator did not place every pod "
+        "in time (--join-timeout sets the wait)"
+    )
+
+
+def test_bind_cores(render_project: RenderProject) -> None:
+    project = render_project(framework="mindspore", target="ascend", devices_per_node=1)
+    result = dry_run(
+        project,
+        "--bind-cores",
+        "--node-rank",
+        "0",
+        "--rank-table",
+        str(project / "rank_table_8p.json"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(r" DEVICE_ID=0 taskset -c [0-9,-]+ \S+ \S+/train.py ", result.stdout)
+    assert "taskset" not in dry_run(project, "--node-rank", "0").stdout

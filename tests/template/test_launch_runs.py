@@ -1,0 +1,173 @@
+"""The launchers for real on CPU: torchrun, the per-rank launcher and msrun start train.py's
+ranks; a rank that fails stops the node with one line naming it and its log; signals stop all."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RenderProject
+from tests.template.launchers import (
+    SMOKE,
+    assert_all_gone,
+    env,
+    fake_python,
+    free_port,
+    processes_with,
+    run,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("framework", "target", "launcher"),
+    [
+        ("pytorch", "cuda", "torchrun"),
+        ("pytorch", "ascend", "ranktable"),
+        ("mindspore", "cuda", "msrun"),
+    ],
+)
+def test_two_ranks_train_on_cpu(
+    render_project: RenderProject, framework: str, target: str, launcher: str
+) -> None:
+    project = render_project(framework=framework, target=target, devices_per_node=2)
+    variables = env(PYTHON=sys.executable, MASTER_PORT=free_port())
+    result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"run_{launcher}.sh: all 2 " in result.stdout
+    assert "test loss" in result.stdout, "rank 0's progress is shown"
+    logs = project / "output" / "logs"
+    per_rank = {
+        "torchrun": list(logs.rglob("stdout.log")),
+        "ranktable": list(logs.glob("rank_*/train.log")),
+        "msrun": list(logs.glob("worker_*.log")),
+    }[launcher]
+    assert len(per_rank) == 2
+    assert list((project / "output").glob("lenet_epoch1.*")), "rank 0 saved a checkpoint"
+
+
+@pytest.mark.slow
+def test_run_1p_trains_on_cpu(render_project: RenderProject) -> None:
+    project = render_project(target="cuda")
+    result = run(project / "scripts" / "run_1p.sh", *SMOKE, environ=env(PYTHON=sys.executable))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project / "output" / "lenet_epoch1.pt").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("framework", "launcher"), [("pytorch", "torchrun"), ("mindspore", "msrun")]
+)
+def test_a_failing_rank_is_one_line_naming_it_and_its_log(
+    render_project: RenderProject, framework: str, launcher: str
+) -> None:
+    project = render_project(framework=framework, target="cuda", devices_per_node=2)
+    # No GPU here: every rank fails at its start, as a broken node's would.
+    variables = env(PYTHON=sys.executable, MASTER_PORT=free_port(), CUDA_VISIBLE_DEVICES="")
+    args = ("--", "--smoke", "--device_target", "cuda")
+    result = run(project / "scripts" / "run_8p.sh", *args, environ=variables, timeout=300)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "stopped the other" in errors[0] and "its log: " in errors[0]
+    log = Path(errors[0].split("its log: ")[1])
+    assert log.is_file() and "device_target cuda" in log.read_text()
+    assert "Traceback" not in result.stderr
+    assert_all_gone(str(project / "train.py"))
+
+
+def test_per_rank_a_failed_rank_stops_the_others(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
+    project = render_project(target="ascend")
+    fake = fake_python(
+        tmp_path / "fake_rank.py",
+        "print('rank', os.environ['RANK_ID'], flush=True)\n"
+        "if os.environ['RANK_ID'] == '1':\n"
+        "    print('boom', file=sys.stderr)\n"
+        "    sys.exit(1)\n"
+        "time.sleep(60)\n",
+    )
+    started = time.monotonic()
+    result = run(
+        project / "scripts" / "run_8p.sh", "--nproc", "4", environ=env(PYTHON=str(fake)), timeout=30
+    )
+    assert time.monotonic() - started < 15
+    assert result.returncode == 1
+    log = project / "output" / "logs" / "rank_1" / "train.log"
+    assert (
+        f"error: rank 1 exited with status 1; the other ranks were stopped; its log: {log}"
+        in result.stderr
+    )
+    assert "    boom" in result.stderr
+    assert_all_gone(str(fake))
+
+
+def test_per_rank_a_rank_that_ignores_sigterm_is_killed(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
+    project = render_project(target="ascend")
+    # Rank 0 ignores SIGTERM and has a child of its own: both must go.
+    fake = fake_python(
+        tmp_path / "stubborn_rank.py",
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "if sys.argv[1:] == ['child']:\n"
+        "    time.sleep(60)\n"
+        "if os.environ['RANK_ID'] == '1':\n"
+        "    time.sleep(0.5)\n"
+        "    sys.exit(3)\n"
+        "subprocess.Popen([sys.executable, __file__, 'child'])\n"
+        "time.sleep(60)\n",
+    )
+    variables = env(PYTHON=str(fake), RANK_STOP_TIMEOUT="1")
+    started = time.monotonic()
+    result = run(project / "scripts" / "run_8p.sh", "--nproc", "2", environ=variables, timeout=30)
+    assert time.monotonic() - started < 15
+    assert result.returncode == 1 and "rank 1 exited with status 3" in result.stderr
+    assert_all_gone(str(fake))
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_per_rank_a_signal_stops_every_rank(
+    render_project: RenderProject, tmp_path: Path, sig: signal.Signals, status: int
+) -> None:
+    project = render_project(target="ascend")
+    fake = fake_python(tmp_path / "sleepy_rank.py", "time.sleep(60)\n")
+    launcher = subprocess.Popen(
+        [str(project / "scripts" / "run_8p.sh"), "--nproc", "3"],
+        env=env(PYTHON=str(fake)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while len(processes_with(str(fake))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(processes_with(str(fake))) == 3
+        launcher.send_signal(sig)
+        _, stderr = launcher.communicate(timeout=20)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == status
+    assert "stopping every rank" in stderr
+    assert_all_gone(str(fake))
+
+
+def test_msrun_not_found(render_project: RenderProject, tmp_path: Path) -> None:
+    project = render_project(framework="mindspore", target="cuda", devices_per_node=2)
+    # An interpreter without MindSpore: no msrun next to it, nor on PATH.
+    bare = tmp_path / "bare_python"
+    bare.write_text('#!/bin/sh\nexec /usr/bin/python3 "$@"\n')
+    bare.chmod(0o755)
+    variables = {**env(PYTHON=str(bare)), "PATH": "/usr/bin:/bin"}
+    result = run(project / "scripts" / "run_msrun.sh", environ=variables)
+    assert result.returncode == 1
+    assert f"error: no msrun found for {bare}, next to it or on PATH" in result.stderr
+    dry = run(project / "scripts" / "run_msrun.sh", "--dry-run", environ=variables)
+    assert dry.returncode == 0 and "# no msrun found for" in dry.stdout

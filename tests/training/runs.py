@@ -1,0 +1,93 @@
+"""Running generated projects as their users do: train.py and launchers in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+FAKE_MOXING = Path(__file__).resolve().parent / "fake_moxing"
+# Variables a launcher or a platform sets: a test that wants them sets them itself.
+LAUNCH_VARS = (
+    *("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"),
+    *("RANK_ID", "RANK_SIZE", "DEVICE_ID", "RANK_TABLE_FILE", "MS_WORKER_NUM", "MS_ROLE"),
+    *("MS_SCHED_HOST", "MS_SCHED_PORT", "MS_NODE_ID", "TRAIN_CACHE_DIR", "OUTPUT_URL"),
+    *("DATA_DOWNLOAD_METHOD", "DATASET_URL", "LOCAL_DATASET_PATH", "LOCAL_OUTPUT_PATH"),
+)
+SUFFIX = {"pytorch": ".pt", "mindspore": ".ckpt"}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in LAUNCH_VARS}
+    # msrun starts its workers as plain "python": this interpreter's must come first.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env | extra
+
+
+def run(
+    project: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` in the project directory and return the finished process."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=project,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def train(project: Path, output: Path, *args: str, env: dict[str, str] | None = None) -> Path:
+    """Run train.py on the CPU into output; fail the test with its output if it fails."""
+    argv = ("train.py", "--device_target", "cpu", "--train_url", str(output), *args)
+    result = run(project, *argv, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return output
+
+
+def checkpoint(output: Path, epoch: int, framework: str) -> Path:
+    return output / f"lenet_epoch{epoch}{SUFFIX[framework]}"
+
+
+def weights(path: Path) -> dict[str, np.ndarray]:
+    """The arrays a checkpoint of either framework holds (model weights at least)."""
+    if path.suffix == ".pt":
+        import torch
+
+        state = torch.load(path, weights_only=True)["model"]
+        return {name: tensor.numpy() for name, tensor in state.items()}
+    import mindspore as ms
+
+    params = ms.load_checkpoint(str(path))
+    return {name: p.asnumpy() for name, p in params.items() if name not in ("epoch", "seed")}
+
+
+def assert_same_weights(got: Path, expected: Path, atol: float = 0.0) -> None:
+    want, have = weights(expected), weights(got)
+    assert have.keys() == want.keys()
+    for name, value in want.items():
+        np.testing.assert_allclose(have[name], value, rtol=0, atol=atol, err_msg=name)
+
+
+def metrics(output: Path) -> list[dict]:
+    return [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]

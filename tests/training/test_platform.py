@@ -1,0 +1,312 @@
+"""The platforms' contract, for both frameworks: OpenI C2Net jobs (with the real c2net package
+and without it), OBS through moxing (a stand-in that copies local directories), a stop
+(SIGTERM) that leaves the finished epochs saved for --resume auto."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.training.runs import (
+    FAKE_MOXING,
+    SUFFIX,
+    assert_one_line_exit_2,
+    assert_same_weights,
+    checkpoint,
+    clean_env,
+    metrics,
+    run,
+)
+
+FRAMEWORK = {"pytorch": "pytorch", "model": "mindspore", "custom": "mindspore"}
+
+
+@pytest.fixture(scope="module")
+def projects(pytorch_project: Path, mindspore_projects: dict[str, Path]) -> dict[str, Path]:
+    return {"pytorch": pytorch_project, **mindspore_projects}
+
+
+@pytest.fixture
+def bucket(tmp_path: Path, digits_dir: Path) -> dict[str, str]:
+    """A stand-in OBS (obs://bucket/...) holding the digits, a zip of them, and a copy log."""
+    root = tmp_path / "obs"
+    shutil.copytree(digits_dir, root / "bucket" / "digits")
+    shutil.make_archive(str(root / "bucket" / "MnistDataset"), "zip", digits_dir)
+    (root / "bucket" / "code").mkdir()
+    return {
+        "PYTHONPATH": str(FAKE_MOXING),
+        "FAKE_OBS_ROOT": str(root),
+        "FAKE_MOXING_LOG": str(tmp_path / "copies.log"),
+        "TRAIN_CACHE_DIR": str(tmp_path / "cache"),
+        "TRAIN_UPLOAD_BACKOFF": "0.05",
+    }
+
+
+def copies(env: dict[str, str]) -> list[str]:
+    log = Path(env["FAKE_MOXING_LOG"])
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def c2net(tmp_path: Path, method: str, digits_dir: Path) -> dict[str, str]:
+    """The variables a C2Net job starts with; MOUNT has the zipped dataset in place already."""
+    local = {name: tmp_path / "c2net" / name for name in ("code", "dataset", "pretrain", "output")}
+    for path in local.values():
+        path.mkdir(parents=True)
+    if method == "MOUNT":
+        shutil.make_archive(str(local["dataset"] / "MnistDataset"), "zip", digits_dir)
+    listing = [{"dataset_name": "MnistDataset.zip", "dataset_url": "obs://bucket/MnistDataset.zip"}]
+    return {
+        "DATA_DOWNLOAD_METHOD": method,
+        "CODE_URL": "obs://bucket/code",
+        "LOCAL_CODE_PATH": str(local["code"]),
+        "DATASET_URL": json.dumps(listing) if method == "MOXING" else "",
+        "LOCAL_DATASET_PATH": str(local["dataset"]),
+        "DATASET_NEED_UNZIP": "true",
+        "PRETRAIN_MODEL_URL": "[]",
+        "LOCAL_PRETRAIN_MODEL_PATH": str(local["pretrain"]),
+        "OUTPUT_URL": "obs://bucket/c2net-out" if method == "MOXING" else "",
+        "LOCAL_OUTPUT_PATH": str(local["output"]),
+        "LOCAL_TENSORBOARD_PATH": str(tmp_path / "c2net" / "tensorboard"),
+    }
+
+
+def without_c2net(tmp_path: Path) -> str:
+    """A PYTHONPATH entry under which `import c2net` fails, as on a platform image without it."""
+    hide = tmp_path / "no_c2net"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['c2net'] = None\n")
+    return str(hide)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "method", "package"),
+    [("pytorch", "MOUNT", True), ("pytorch", "MOXING", False), ("model", "MOXING", True)],
+    ids=["pytorch-mount-c2net", "pytorch-moxing-no-c2net", "mindspore-moxing-c2net"],
+)
+def test_a_c2net_job_trains_with_no_path_flags(
+    projects, bucket, digits_dir: Path, tmp_path: Path, name: str, method: str, package: bool
+) -> None:
+    env = {**bucket, **c2net(tmp_path, method, digits_dir)}
+    if not package:
+        env["PYTHONPATH"] += os.pathsep + without_c2net(tmp_path)
+    result = run(
+        projects[name],
+        "train.py",
+        "--device_target",
+        "cpu",
+        "--epoch_size",
+        "2",
+        env=clean_env(**env),
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    output = Path(env["LOCAL_OUTPUT_PATH"])
+    suffix = SUFFIX[FRAMEWORK[name]]
+    assert {f"lenet_epoch{e}{suffix}" for e in (1, 2)} <= {p.name for p in output.iterdir()}
+    assert [line["epoch"] for line in metrics(output) if line["type"] == "val"] == [1, 2]
+    unpacked = Path(env["LOCAL_DATASET_PATH"]) / "MnistDataset"
+    assert (unpacked / "train" / "train-images-idx3-ubyte").is_file()
+    if method == "MOXING":
+        # upload_output() (or its stand-in without the package) ran after each epoch.
+        sent = [
+            line for line in copies(bucket) if line.endswith("c2net-out") or "c2net-out/" in line
+        ]
+        assert len(sent) >= 2, copies(bucket)
+        remote = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "c2net-out"
+        assert {f"lenet_epoch2{suffix}", "metrics.jsonl", "latest.json"} <= {
+            p.name for p in remote.iterdir()
+        }
+
+
+def _wait_for(path: Path, epoch: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    """Until latest.json under path names ``epoch`` (or the process died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if json.loads((path / "latest.json").read_text())["epoch"] >= epoch:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"no epoch {epoch} in {path}: {proc.poll()}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pytorch", "model", "custom"])
+def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
+    projects, full_run, bucket, tmp_path: Path, name: str
+) -> None:
+    framework = FRAMEWORK[name]
+    # MindSpore's model loop writes to OBS: what the stop leaves must be uploaded.
+    remote = name == "model"
+    url = "obs://bucket/run" if remote else str(tmp_path / "run")
+    where = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run" if remote else tmp_path / "run"
+    argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url]
+    argv += ["--keep_checkpoints", "10"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=projects[name],
+        env=clean_env(**bucket),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _wait_for(where, 2, proc)
+    time.sleep(0.3)  # into epoch 3
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "stopped by SIGTERM: the finished epochs' outputs are saved" in stderr
+    done = json.loads((where / "latest.json").read_text())["epoch"]
+    assert checkpoint(where, done, framework).is_file()
+    assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(
+        range(1, done + 1)
+    )
+    # A restarted job: a fresh node (another cache) continues where the outputs are.
+    env = clean_env(**{**bucket, "TRAIN_CACHE_DIR": str(tmp_path / "cache2")})
+    again = run(projects[name], *argv[1:], "--resume", "auto", env=env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"after epoch {done}" in again.stdout
+    assert_same_weights(checkpoint(where, 12, framework), checkpoint(full_run(name), 12, framework))
+    assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(range(1, 13))
+
+
+# --- OBS through moxing: one copier per node, uploads once per change, with retries -------
+STAGE = """
+import json, sys
+from src import storage
+from src.config import parse_config
+from src.errors import TrainError
+try:
+    where = storage.prepare(parse_config(sys.argv[1:]))
+except TrainError as err:
+    sys.exit(f"error: {err}")
+print(json.dumps({"data": str(where.data), "output": str(where.output),
+                  "remote": where.remote and where.remote.where}))
+"""
+
+
+def start(project: Path, argv: list[str], envs: list[dict[str, str]]) -> list[subprocess.Popen]:
+    return [
+        subprocess.Popen(
+            [sys.executable, *argv],
+            cwd=project,
+            env=clean_env(**env),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for env in envs
+    ]
+
+
+def finish(procs: list[subprocess.Popen]) -> list[subprocess.CompletedProcess[str]]:
+    return [subprocess.CompletedProcess(p.args, p.wait(180), *p.communicate()) for p in procs]
+
+
+def test_one_copier_per_node_on_devices_4_to_7(pytorch_project: Path, bucket) -> None:
+    cache = Path(bucket["TRAIN_CACHE_DIR"])
+    argv = ["-c", STAGE, "--data_url", "obs://bucket/digits", "--train_url", "obs://bucket/out"]
+    envs = [
+        {**bucket, "FAKE_MOXING_DELAY": "1.5", "RANK_SIZE": "4", "DEVICE_ID": str(d)}
+        for d in (5, 4, 6, 7)
+    ]
+    results = finish(start(pytorch_project, argv, envs))
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr for r in results]
+    assert copies(bucket) == [f"obs://bucket/digits -> {cache / 'data'}"]
+    for result in results:
+        assert json.loads(result.stdout) == {
+            "data": str(cache / "data"),
+            "output": str(cache / "output"),
+            "remote": "obs://bucket/out",
+        }
+
+
+def test_a_failed_copy_fails_every_process_fast(pytorch_project: Path, bucket) -> None:
+    argv = ["train.py", "--smoke", "--data_url", "obs://bucket/digits", "--train_url", "/tmp/x"]
+    env = {
+        **bucket,
+        "FAKE_MOXING_FAIL": "digits",
+        "FAKE_MOXING_DELAY": "1",
+        "TRAIN_STAGE_TIMEOUT": "300",
+    }
+    began = time.monotonic()
+    results = finish(start(pytorch_project, argv, [env, env]))
+    assert time.monotonic() - began < 90  # far from the 300 s a waiting process would give it
+    copy = f"copying obs://bucket/digits to {Path(bucket['TRAIN_CACHE_DIR']) / 'data'} failed"
+    for result in results:
+        assert_one_line_exit_2(result, copy, "NoSuchKey")
+
+
+def test_a_waiting_process_gives_up_at_its_timeout(pytorch_project: Path, bucket) -> None:
+    argv = ["-c", STAGE, "--data_url", "obs://bucket/digits"]
+    (copier,) = start(pytorch_project, argv, [{**bucket, "FAKE_MOXING_DELAY": "8"}])
+    time.sleep(2)  # the copier holds the lock
+    (waiter,) = finish(start(pytorch_project, argv, [{**bucket, "TRAIN_STAGE_TIMEOUT": "1"}]))
+    assert waiter.returncode == 1
+    assert (
+        "waited 1 s for another process of this node to copy obs://bucket/digits" in waiter.stderr
+    )
+    assert finish([copier])[0].returncode == 0
+
+
+def test_each_output_is_uploaded_once_and_a_failed_upload_retries(
+    pytorch_project: Path, bucket
+) -> None:
+    # The first upload of epoch 1's checkpoint fails three times: a warning, not a failure.
+    env = {**bucket, "FAKE_MOXING_FAIL": "lenet_epoch1", "FAKE_MOXING_FAILS": "3"}
+    args = ["--smoke", "--epoch_size", "2", "--data_url", "obs://bucket/digits"]
+    result = run(
+        pytorch_project, "train.py", *args, "--train_url", "obs://bucket/out", env=clean_env(**env)
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "upload failed, trying again after the next epoch" in result.stdout
+    sent = [line.split(" -> ")[1] for line in copies(bucket) if " -> obs://bucket/out/" in line]
+    assert sent.count("obs://bucket/out/lenet_epoch1.pt") == 4  # 3 failures, then once
+    assert sent.count("obs://bucket/out/lenet_epoch2.pt") == 1
+    assert (Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "out" / "lenet_epoch2.pt").is_file()
+
+
+def test_a_final_upload_that_fails_fails_the_job(pytorch_project: Path, bucket) -> None:
+    env = {**bucket, "FAKE_MOXING_FAIL": "obs://bucket/out/"}
+    args = ["--smoke", "--data_url", "obs://bucket/digits", "--train_url", "obs://bucket/out"]
+    result = run(pytorch_project, "train.py", *args, env=clean_env(**env))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith("error: copying ")
+    assert "gave up after 3 attempts" in result.stderr
+
+
+def test_without_moxing_an_obs_url_is_one_line_and_exit_2(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    args = ["--data_url", "obs://bucket/digits", "--train_url", str(tmp_path)]
+    result = run(pytorch_project, "train.py", *args)
+    assert_one_line_exit_2(result, "data_url obs://bucket/digits needs moxing")
+
+
+@pytest.mark.slow
+def test_msrun_scheduler_never_copies(mindspore_projects: dict[str, Path], bucket) -> None:
+    msrun = [str(Path(sys.executable).parent / "msrun"), "--worker_num=2", "--local_worker_num=2"]
+    msrun += [f"--log_dir={bucket['TRAIN_CACHE_DIR']}-logs", "--join=True", "--master_port=8155"]
+    argv = ["train.py", "--smoke", "--device_target", "cpu", "--data_url", "obs://bucket/digits"]
+    result = subprocess.run(
+        [*msrun, *argv, "--train_url", "obs://bucket/out"],
+        cwd=mindspore_projects["model"],
+        env=clean_env(**bucket),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    data = Path(bucket["TRAIN_CACHE_DIR"]) / "data"
+    assert [line for line in copies(bucket) if line.endswith(str(data))] == [
+        f"obs://bucket/digits -> {data}"
+    ]

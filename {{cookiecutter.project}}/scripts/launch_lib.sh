@@ -100,6 +100,8 @@ watch_job() {
     local log=$1 waited=0 stopping=''
     shift
     : >"$log"
+    # Both streams append to LOG (O_APPEND: their lines never overwrite each other).
+    # shellcheck disable=SC2094
     setsid "$@" </dev/null > >(tee -a "$log") 2>>"$log" &
     job_pid=$!
     trap 'stopping=130' INT

@@ -158,7 +158,7 @@ done
 left=$nproc
 while [[ $left -gt 0 ]]; do
     for i in "${!pids[@]}"; do
-        [[ -n ${pids[i]} ]] && ! kill -0 "${pids[i]}" 2>/dev/null || continue
+        if [[ -z ${pids[i]} ]] || kill -0 "${pids[i]}" 2>/dev/null; then continue; fi
         status=0
         wait "${pids[i]}" || status=$?
         pids[i]='' left=$((left - 1))

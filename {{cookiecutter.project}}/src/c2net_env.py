@@ -82,7 +82,7 @@ def _listing(variable: str, name_key: str, url_key: str) -> list[tuple[str, str]
         return [(str(item[name_key]), str(item[url_key])) for item in json.loads(text)]
     except (ValueError, TypeError, KeyError) as err:
         raise ConfigError(
-            f'{variable} must be a JSON list of {{"{name_key}": ..., "{url_key}": ...}}'
+            f'{variable} must be a JSON list of objects with "{name_key}" and "{url_key}"'
         ) from err
 
 

@@ -34,7 +34,7 @@ modelzoo_run() {
         bash "$project_root/scripts/run_8p.sh" --launcher ranktable --nproc 8 --log-by device \
             --log-dir "$log_dir" "${dry_run[@]}" --data "$data_path" --output "$output" -- "${extra[@]}"
     fi || return
-    [[ ${#dry_run[@]} -eq 0 ]] || return 0
+    [[ -z ${dry_run[*]:-} ]] || return 0
     summary=("${PYTHON:-python3}" "$test_dir/summary.py" "$output" --rank-size "${size%p}" --e2e "$(($(date +%s) - start))")
     "${summary[@]}" --case-dir "$log_dir/$ASCEND_DEVICE_ID" --mode "$mode"
 }

@@ -24,7 +24,11 @@ def test_keeps_the_newest_and_the_best(tmp_path: Path) -> None:
     ]
     pointer = json.loads((tmp_path / POINTER).read_text())
     assert pointer["latest"] == "lenet_epoch4.pt" and pointer["best"] == "lenet_epoch2.pt"
-    assert list(pointer["val_accuracy"]) == ["lenet_epoch2.pt", "lenet_epoch3.pt", "lenet_epoch4.pt"]
+    assert list(pointer["val_accuracy"]) == [
+        "lenet_epoch2.pt",
+        "lenet_epoch3.pt",
+        "lenet_epoch4.pt",
+    ]
     assert find_latest(tmp_path, ".pt") == tmp_path / "lenet_epoch4.pt"
 
 

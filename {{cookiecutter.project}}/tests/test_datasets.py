@@ -98,7 +98,9 @@ def test_dataset_name_picks_one_of_several(tmp_path: Path) -> None:
     assert_loaded(tmp_path, arrays, "mnist")
     with pytest.raises(DatasetError, match=r"holds several datasets \(mnist, other\): choose one"):
         load(tmp_path, None, None, None, 10)
-    with pytest.raises(DatasetError, match="--dataset_name nope: no nope in .* it holds mnist, other"):
+    with pytest.raises(
+        DatasetError, match="--dataset_name nope: no nope in .* it holds mnist, other"
+    ):
         load(tmp_path, "nope", None, None, 10)
 
 

@@ -68,15 +68,21 @@ def test_a_failed_step_fails_every_waiting_process_fast(tmp_path: Path) -> None:
     assert all(r.returncode == 1 for r in results)
     reasons = sorted(r.stderr.strip() for r in results)
     assert reasons[0] == "error: copying obs://b/d to /cache/data failed: NoSuchKey"
-    assert reasons[1:] == [
-        "error: the node's copier could not finish: copying obs://b/d to /cache/data failed: "
-        "NoSuchKey"
-    ] * 2
+    assert (
+        reasons[1:]
+        == [
+            "error: the node's copier could not finish: copying obs://b/d to /cache/data failed: "
+            "NoSuchKey"
+        ]
+        * 2
+    )
     assert len((tmp_path / "ran").read_text().split()) == 1
 
 
 def test_a_dead_copiers_lock_is_taken_over(tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+    )
     lock = tmp_path / ".data.lock"
     lock.write_text(json.dumps({"host": os.uname().nodename, "pid": int(dead.stdout)}))
     assert [r.stdout.strip() for r in start(tmp_path, "ok", 1)] == ["ran"]
@@ -84,6 +90,10 @@ def test_a_dead_copiers_lock_is_taken_over(tmp_path: Path) -> None:
 
 def test_a_waiter_gives_up_at_its_timeout(tmp_path: Path) -> None:
     # A live lock holder (this test process) that never finishes.
-    (tmp_path / ".data.lock").write_text(json.dumps({"host": os.uname().nodename, "pid": os.getpid()}))
-    with pytest.raises(StorageError, match=r"waited 0.5 s for another process of this node to copy"):
+    (tmp_path / ".data.lock").write_text(
+        json.dumps({"host": os.uname().nodename, "pid": os.getpid()})
+    )
+    with pytest.raises(
+        StorageError, match=r"waited 0.5 s for another process of this node to copy"
+    ):
         Once(tmp_path, "data", "k").run(lambda: None, "copy", 0.5)

@@ -61,7 +61,10 @@ def test_each_file_goes_up_once_per_change(dirs: tuple[Path, Path]) -> None:
         stream.write("b\n")
     (out / "lenet_epoch1.pt").unlink()
     assert uploader.sync(final=True)
-    assert remote.puts == [["lenet_epoch1.pt", "metrics.jsonl"], ["lenet_epoch2.pt", "metrics.jsonl"]]
+    assert remote.puts == [
+        ["lenet_epoch1.pt", "metrics.jsonl"],
+        ["lenet_epoch2.pt", "metrics.jsonl"],
+    ]
     assert sorted(p.name for p in bucket.iterdir()) == ["lenet_epoch2.pt", "metrics.jsonl"]
     assert uploader.sync(final=True) and len(remote.puts) == 2  # nothing changed: nothing sent
 

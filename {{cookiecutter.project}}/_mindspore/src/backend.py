@@ -105,7 +105,9 @@ class MindSporeBackend:
             ) from err
         if missing:
             lacks = ", ".join(missing[:5])
-            raise CheckpointError(f"--resume {path} is not a checkpoint of this model: it lacks {lacks}")
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: it lacks {lacks}"
+            )
         return meta
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:

@@ -68,7 +68,7 @@ def _dev(table: dict, i: int = 0) -> dict:
 
 Edit = Callable[[dict], object]
 BROKEN: list[tuple[str, Edit, str]] = [
-    ("version", lambda t: t.update(version="2.0"), "version: must be '1.0'"),
+    ("version", lambda t: t.update(version="2.0"), "version: must be one of '1.0', '1.2'"),
     ("status", lambda t: t.update(status="pending"), "status: must be 'completed'"),
     ("server_count mismatch", lambda t: t.update(server_count="2"), "server_count: says 2"),
     (
@@ -88,7 +88,7 @@ BROKEN: list[tuple[str, Edit, str]] = [
     (
         "device_id out of range",
         lambda t: _dev(t, 7).update(device_id="8"),
-        "server_list[0].device[7].device_id: 8 is out of range 0-7",
+        "server_list[0].device[7].device_id: 8 is out of range 0-7 (chip 910)",
     ),
     (
         "device_id duplicate",
@@ -103,7 +103,7 @@ BROKEN: list[tuple[str, Edit, str]] = [
     (
         "three devices",
         lambda t: t["server_list"][0].update(device=t["server_list"][0]["device"][:3]),
-        "server_list[0].device: 3 devices; a server uses 1, 2, 4 or 8",
+        "server_list[0].device: 3 devices; a 910 server uses 1, 2, 4, 8",
     ),
     (
         "four across groups",
@@ -139,6 +139,30 @@ BROKEN: list[tuple[str, Edit, str]] = [
         lambda t: t["server_list"][0].pop("device"),
         "server_list[0].device: must be a non-empty list",
     ),
+    (
+        "server_id not an address",
+        lambda t: t["server_list"][0].update(server_id="node-a"),
+        "server_list[0].server_id: 'node-a' is not a valid IPv4 or IPv6 address",
+    ),
+    (
+        "unequal servers",
+        lambda t: t.update(
+            server_count="2",
+            server_list=[
+                t["server_list"][0],
+                {
+                    "server_id": "10.0.0.2",
+                    "device": [{"device_id": "0", "device_ip": "10.8.0.1", "rank_id": "8"}],
+                },
+            ],
+        ),
+        "servers use 1 and 8 devices; every server of a job must use the same number",
+    ),
+    (
+        "still being written",
+        lambda t: t.update(status="initializing"),
+        "the operator has not finished writing it",
+    ),
 ]
 
 
@@ -147,7 +171,7 @@ def test_each_broken_rule_is_named(name: str, edit: Edit, message: str) -> None:
     table = good()
     edit(table)
     with pytest.raises(rt.RankTableError) as err:
-        rt.validate(table)
+        rt.validate(table, "910")
     assert any(message in problem for problem in err.value.problems), err.value.problems
 
 
@@ -157,7 +181,7 @@ def test_every_broken_table_says_something_different() -> None:
         table = good()
         edit(table)
         with pytest.raises(rt.RankTableError) as err:
-            rt.validate(table)
+            rt.validate(table, "910")
         messages.append(err.value.problems[0])
     assert len(BROKEN) >= 15
     assert len(set(messages)) == len(messages)
@@ -260,21 +284,170 @@ def test_cli_refuses_to_overwrite_and_reports_each_problem(tmp_path: Path) -> No
     result = gen("check", "bad.json", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "error: version: must be '1.0', got \"0.9\"",
         "error: status: must be 'completed', got \"x\"",
+        "error: version: must be one of '1.0', '1.2', got \"0.9\"",
     ]
 
 
 def test_standalone_script_checks_like_gen(tmp_path: Path) -> None:
     """The copy generated projects carry runs with nothing but Python."""
+    from local_extensions import module_source
+
     script = tmp_path / "rank_table.py"
-    script.write_text(Path(rt.__file__).read_text())
+    script.write_text(module_source("ranktable"))
+    (tmp_path / "ranktable_rules.py").write_text(module_source("ranktable_rules"))
     (tmp_path / "t.json").write_text(rt.example(8).dumps())
     result = subprocess.run(
-        [sys.executable, "-I", str(script), "check", "t.json"],
+        [sys.executable, "-S", "-E", str(script), "check", "t.json"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "8 rank(s)" in result.stdout
+
+
+# --- chips, formats, conversion, a node's entry ---------------------------------------------
+def _server(ip: str, devices: range, first_rank: int, **extra: str) -> dict:
+    rows = [
+        {"device_id": str(d), "device_ip": f"10.{d}.{first_rank}.1", "rank_id": str(first_rank + i)}
+        for i, d in enumerate(devices)
+    ]
+    return {"server_id": ip, "device": rows, **extra}
+
+
+def _table(*servers: dict, version: str = "1.0") -> dict:
+    return {
+        "version": version,
+        "server_count": str(len(servers)),
+        "server_list": list(servers),
+        "status": "completed",
+    }
+
+
+@pytest.mark.parametrize(
+    ("chip", "devices", "problem"),
+    [
+        ("910", range(3), "3 devices; a 910 server uses 1, 2, 4, 8"),
+        ("910b", range(3), None),
+        ("910b", range(8, 10), "device_id: 8 is out of range 0-7 (chip 910b)"),
+        ("910_93", range(16), None),
+        ("910_93", range(17), "17 devices; a 910_93 server uses 1 to 16"),
+        ("910b", range(2, 6), None),  # no 0-3 / 4-7 groups after the first 910
+    ],
+)
+def test_rules_by_chip(chip: str, devices: range, problem: str | None) -> None:
+    table = _table(_server("10.0.0.1", devices, 0))
+    if problem is None:
+        assert rt.validate(table, chip).rank_size == len(devices)
+        return
+    with pytest.raises(rt.RankTableError) as err:
+        rt.validate(table, chip)
+    assert any(problem in p for p in err.value.problems), err.value.problems
+
+
+def test_version_1_2_for_atlas_a3_keeps_its_super_pod_ids() -> None:
+    server = _server("10.0.0.1", range(16), 0)
+    for i, device in enumerate(server["device"]):
+        device["super_device_id"] = str(37748736 + i)
+    table = _table(server, version="1.2") | {"super_pod_list": [{"super_pod_id": "0"}]}
+    parsed = rt.validate(table, "910_93")
+    assert parsed.version == "1.2" and parsed.servers[0].devices[3].super_device_id == "37748739"
+    assert rt.validate(parsed.to_dict(), "910_93").to_dict() == parsed.to_dict()
+    converted = rt.convert(parsed).to_dict()
+    assert converted["version"] == "1.0" and "super_pod_list" not in converted
+    assert "super_device_id" not in converted["server_list"][0]["device"][0]
+
+
+def test_mindcluster_tables_are_found_by_host_ip() -> None:
+    # Ascend Operator's hccl.json: server_id may be any unique name; host_ip is the address.
+    table = _table(
+        _server("node-a-uid", range(2), 0, host_ip="192.168.0.7", container_ip="172.16.0.3")
+    )
+    parsed = rt.validate(table)
+    assert rt.find_node(parsed, addresses=["192.168.0.7"]).index == 0
+    assert rt.find_node(parsed, addresses=["172.16.0.3"]).index == 0
+    assert rt.convert(parsed).servers[0].server_id == "192.168.0.7"
+
+
+def test_group_list_tables_number_their_ranks() -> None:
+    # ModelArts' jobstart_hccl.json and the ModelZoo 8p.json: an instance per process.
+    group = {
+        "group_name": "",
+        "instance_count": "4",
+        "instance_list": [
+            {
+                "rank_id": str(r),
+                "server_id": "10.0.0.1" if r < 2 else "10.0.0.2",
+                "devices": [{"device_id": str(r % 2), "device_ip": f"10.9.0.{r}"}],
+            }
+            for r in range(4)
+        ],
+    }
+    parsed = rt.validate({"status": "completed", "group_count": "1", "group_list": [group]})
+    assert [s.server_id for s in parsed.servers] == ["10.0.0.1", "10.0.0.2"]
+    assert [(d.rank_id, d.device_id) for d in parsed.servers[1].devices] == [(2, 0), (3, 1)]
+    # One instance per pod holding all its devices (no rank_id): ranks in order.
+    pod = {
+        "instance_list": [
+            {
+                "server_id": "10.0.0.3",
+                "devices": group["instance_list"][0]["devices"]
+                + group["instance_list"][1]["devices"],
+            }
+        ]
+    }
+    assert rt.validate({"status": "completed", "group_list": [pod]}).rank_size == 2
+
+
+def test_find_node_by_rank_or_address_and_its_device_count() -> None:
+    table = rt.merge(
+        [rt.generate("10.0.0.2", [4, 5], IPS[:2]), rt.generate("10.0.0.1", [0, 1], IPS[2:4])]
+    )
+    assert rt.find_node(table, node_rank=1).server.server_id == "10.0.0.1"
+    found = rt.find_node(table, addresses=["127.0.0.1", "10.0.0.2"], nproc=2)
+    assert (found.index, found.rank_size, found.master) == (0, 4, "10.0.0.2")
+    assert [d.device_id for d in found.server.devices] == [4, 5]
+    with pytest.raises(rt.RankTableError, match="none of the table's servers .* is this host"):
+        rt.find_node(table, addresses=["10.0.0.9"])
+    with pytest.raises(rt.RankTableError, match="has 2 device.* but --nproc is 8"):
+        rt.find_node(table, node_rank=0, nproc=8)
+
+
+@pytest.mark.parametrize("server_ip", ["999.1.1.1", "", "node0"])
+def test_generate_refuses_a_server_ip_that_is_not_an_address(
+    tmp_path: Path, server_ip: str
+) -> None:
+    result = gen(
+        "generate",
+        "--server-ip",
+        server_ip,
+        "--device-ips",
+        IPS[0],
+        "--devices",
+        "0",
+        "-o",
+        "t.json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"error: --server-ip {server_ip!r} is not an IPv4 or IPv6 address"
+    )
+    assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "t.json").exists()
+
+
+def test_cli_chip_defaults_to_the_projects_answer_and_convert_writes_1_0(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text(json.dumps(_table(_server("10.0.0.1", range(3), 0))))
+    assert gen("check", "t.json", cwd=tmp_path).returncode == 0  # 910b: 3 devices are fine
+    (tmp_path / ".train-template.json").write_text(json.dumps({"project": "p", "chip": "910"}))
+    refused = gen("check", "t.json", cwd=tmp_path)
+    assert refused.returncode == 1 and "a 910 server uses 1, 2, 4, 8" in refused.stderr
+    assert gen("check", "t.json", "--chip", "910b", cwd=tmp_path).returncode == 0
+    (tmp_path / ".train-template.json").unlink()
+    table = _table(_server("n1", range(2), 0, host_ip="10.0.0.5"), version="1.2")
+    (tmp_path / "hccl.json").write_text(json.dumps(table))
+    result = gen("convert", "hccl.json", "-o", "out.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    converted = json.loads((tmp_path / "out.json").read_text())
+    assert converted["version"] == "1.0" and converted["server_list"][0]["server_id"] == "10.0.0.5"

@@ -23,6 +23,7 @@ from generator import engine
 from generator.options import Options
 from generator.project import render
 from tests.integration.gitservers import GitDaemon, GitHttp, bare_repo
+from tests.integration.netns import Hosts, two_hosts
 from tests.integration.registry import LocalRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,3 +169,10 @@ def registry(tmp_path: Path) -> Iterator[LocalRegistry]:
         yield server.start()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def hosts() -> Iterator[Hosts]:
+    """Two network namespaces as two hosts (root only), removed after the test."""
+    with two_hosts() as pair:
+        yield pair

@@ -6,77 +6,21 @@ by its address; a wrong master and a node that never comes both fail within the 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from generator import ranktable
 from tests.conftest import RenderProject
+from tests.integration.netns import Hosts, finish
 from tests.template.launchers import assert_all_gone, env, free_port
 from tests.training.runs import assert_same_weights
 
 TRAIN = ("--", "--device_target", "cpu", "--epoch_size", "2", "--batch_size", "32")
 JOIN_TIMEOUT = 20
-
-
-@dataclass(frozen=True)
-class Hosts:
-    """Two namespaces, node 0 at ``addresses[0]`` and node 1 at ``addresses[1]``."""
-
-    names: tuple[str, str]
-    addresses: tuple[str, str]
-
-    def start(
-        self, node: int, command: list[str], hostname: str | None, **variables: str
-    ) -> subprocess.Popen[str]:
-        """COMMAND in node's namespace (with its own hostname, in a UTS namespace, if given)."""
-        prefix = ["ip", "netns", "exec", self.names[node]]
-        if hostname:
-            script = 'hostname "$0" && exec "$@"'
-            prefix += ["unshare", "--uts", "sh", "-c", script, hostname]
-        return subprocess.Popen(
-            [*prefix, *command],
-            env=env(**variables),
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-@pytest.fixture
-def hosts() -> Iterator[Hosts]:
-    assert os.geteuid() == 0, "the two-node tests create network namespaces: run them as root"
-    tag = f"tt{os.getpid() % 10000}"
-    subnet = 10 + os.getpid() % 240
-    names = (f"{tag}a", f"{tag}b")
-    addresses = (f"10.250.{subnet}.1", f"10.250.{subnet}.2")
-    try:
-        for name in names:
-            _ip("netns", "add", name)
-        _ip("link", "add", f"{tag}-0", "type", "veth", "peer", "name", f"{tag}-1")
-        for i, name in enumerate(names):
-            _ip("link", "set", f"{tag}-{i}", "netns", name)
-            _ip("-n", name, "addr", "add", f"{addresses[i]}/24", "dev", f"{tag}-{i}")
-            _ip("-n", name, "link", "set", f"{tag}-{i}", "up")
-            _ip("-n", name, "link", "set", "lo", "up")
-        yield Hosts(names, addresses)
-    finally:
-        for name in names:
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-
-
-def _finish(procs: list[subprocess.Popen[str]], timeout: float) -> list[tuple[int, str, str]]:
-    return [(p.wait(timeout), *p.communicate()) for p in procs]
 
 
 def _two_nodes(hosts: Hosts, project: Path, out: Path, hostnames: tuple, port: str) -> None:
@@ -105,7 +49,7 @@ def _two_nodes(hosts: Hosts, project: Path, out: Path, hostnames: tuple, port: s
         )
         for node in (0, 1)
     ]
-    results = _finish(procs, 300)
+    results = finish(procs, 300)
     assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
 
 
@@ -179,7 +123,7 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
             PYTHON=sys.executable,
         ),
     ]
-    results = _finish(procs, 120)
+    results = finish(procs, 120)
     assert time.monotonic() - began < JOIN_TIMEOUT + 15
     for node, (code, _, stderr) in enumerate(results):
         master = (hosts.addresses[0], wrong)[node]
@@ -213,7 +157,7 @@ def test_the_rank_table_launcher_finds_each_node_by_its_address(
         )
         for node in (0, 1)
     ]
-    (code0, out0, err0), (code1, out1, err1) = _finish(procs, 60)
+    (code0, out0, err0), (code1, out1, err1) = finish(procs, 60)
     assert code0 == code1 == 0, err0 + err1
     assert "RANK_SIZE=4 RANK_ID=2 DEVICE_ID=0" in out0 and "RANK_ID=3 DEVICE_ID=1" in out0
     assert "RANK_SIZE=4 RANK_ID=0 DEVICE_ID=0" in out1 and "RANK_ID=1 DEVICE_ID=1" in out1

@@ -38,7 +38,8 @@ def test_sourcing_keeps_strict_mode_and_sets_the_variables(
     render_project: RenderProject, tmp_path: Path, shell: str
 ) -> None:
     project = render_project(target="both")
-    values = "$NCCL_DEBUG $HCCL_CONNECT_TIMEOUT $HCCL_EXEC_TIMEOUT $HCCL_WHITELIST_DISABLE $TASK_QUEUE_ENABLE"
+    values = "$NCCL_DEBUG $HCCL_CONNECT_TIMEOUT $HCCL_EXEC_TIMEOUT"
+    values += " $HCCL_WHITELIST_DISABLE $TASK_QUEUE_ENABLE"
     code = "set -eu; " + SHOW.replace("VALUES", values)
     result = source(project, shell, code, ASCEND_HOME=str(tmp_path / "nothing"))
     assert result.returncode == 0, result.stderr

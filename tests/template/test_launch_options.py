@@ -117,9 +117,8 @@ def test_environment_supplies_the_defaults_and_flags_win(render_project: RenderP
     )
     result = run(project / "scripts" / "run_8p.sh", "--dry-run", environ=variables)
     words = shlex.split(result.stdout.splitlines()[-1])
-    assert words[words.index("--nnodes") : words.index("--rdzv_conf")] == [
-        *"--nnodes 3 --nproc_per_node 2 --node_rank 2 --master_addr node0 --master_port 2345".split()
-    ]
+    expected = "--nnodes 3 --nproc_per_node 2 --node_rank 2 --master_addr node0 --master_port 2345"
+    assert words[words.index("--nnodes") : words.index("--rdzv_conf")] == expected.split()
     flagged = run(project / "scripts" / "run_8p.sh", "--dry-run", "--nproc=1", environ=variables)
     assert "--nproc_per_node 1 " in flagged.stdout
 

@@ -62,7 +62,7 @@ def job() -> None:
     help="Seconds the launcher waits for every node to join.",
 )
 @click.option("--target", type=click.Choice(ACCELERATORS), help="For volcano on a 'both' project.")
-@click.option("--chip", help="Ascend chip, 910 or 910b (default: the catalogue's).")
+@click.option("--chip", help="Ascend chip: 910, 910b or 910_93 (default: the project's).")
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write."
 )

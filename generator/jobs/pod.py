@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.jobs.spec import JobSpec
+from generator.jobs.spec import RING_LABELS, JobSpec
 
 Doc = dict[str, Any]
 
@@ -103,7 +103,7 @@ def rings_config(spec: JobSpec) -> str:
 
 def ring_controller(spec: JobSpec) -> str:
     """MindCluster's product label: ascend-910 or ascend-910b."""
-    return f"ascend-{spec.chip}"
+    return f"ascend-{RING_LABELS[spec.chip]}"
 
 
 def labels(spec: JobSpec) -> dict[str, str]:

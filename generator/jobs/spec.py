@@ -154,15 +154,17 @@ def _image(request: JobRequest, project_dir: Path, accelerator: str) -> str:
     return image
 
 
-def ascend_chip(framework: str, chip: str | None) -> str:
-    """``chip`` if the catalogue knows it, else the chip of its default base for ``framework``."""
-    from generator import catalog
+# MindCluster's ring-controller.atlas label by chip; its A3 jobs carry the A2 label.
+RING_LABELS = {"910": "910", "910b": "910b", "910_93": "910b"}
 
+
+def ascend_chip(project_chip: str, chip: str | None) -> str:
+    """``chip`` (910, 910b or 910_93), else the one the project was generated for."""
     if chip is None:
-        return catalog.load().default("ascend", framework).chip or "910b"
-    if chip not in catalog.CHIPS:
+        return project_chip
+    if chip not in RING_LABELS:
         raise OptionError(
-            "--chip", f"{chip!r} is not a chip; choose one of {', '.join(catalog.CHIPS)}"
+            "--chip", f"{chip!r} is not a chip; choose one of {', '.join(RING_LABELS)}"
         )
     return chip
 
@@ -179,7 +181,7 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
         record.devices_per_node if request.devices_per_node is None else request.devices_per_node
     )
     nnodes = _number("--nnodes", nnodes, 1, MAX_NODES)
-    chip = ascend_chip(record.framework, request.chip) if accelerator == "ascend" else ""
+    chip = ascend_chip(record.chip, request.chip) if accelerator == "ascend" else ""
     # Keyword arguments run in order: the image, which may read a file, comes last.
     return JobSpec(
         kind=request.kind,

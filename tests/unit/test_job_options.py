@@ -53,7 +53,7 @@ BAD_VALUES = [
     ({"image": "https://registry.example.com/demo:1"}, "--image", "not an image reference"),
     ({"image": "Registry.example.com/Team/demo:1"}, "--image", "not an image reference"),
     ({"image": "demo@sha256:abc"}, "--image", "not an image reference"),
-    ({"kind": "ascendjob", "chip": "310"}, "--chip", "910, 910b"),
+    ({"kind": "ascendjob", "chip": "310"}, "--chip", "910, 910b, 910_93"),
 ]
 
 
@@ -167,11 +167,12 @@ def test_volcano_on_a_both_project_takes_the_target_it_is_given() -> None:
     assert not _resolve(record=record, kind="volcano", target="cuda", image=IMAGE).ascend
 
 
-def test_the_ascend_chip_defaults_to_the_catalogues_and_names_the_ring_label() -> None:
-    record = Options(project="demo", target="ascend")
-    default = manifests.documents(_resolve(record=record, kind="ascendjob", image=IMAGE))
-    first_gen = manifests.documents(
-        _resolve(record=record, kind="ascendjob", image=IMAGE, chip="910")
-    )
-    assert default[0]["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910b"
-    assert first_gen[0]["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910"
+def test_the_ascend_chip_defaults_to_the_projects_and_names_the_ring_label() -> None:
+    def label(record: Options, **asked: str) -> str:
+        docs = manifests.documents(_resolve(record=record, kind="ascendjob", image=IMAGE, **asked))
+        return docs[0]["metadata"]["labels"]["ring-controller.atlas"]
+
+    assert label(Options(project="demo", target="ascend")) == "ascend-910b"
+    assert label(Options(project="demo", target="ascend", chip="910")) == "ascend-910"
+    assert label(Options(project="demo", target="ascend"), chip="910") == "ascend-910"
+    assert label(Options(project="demo", target="ascend", chip="910_93")) == "ascend-910b"

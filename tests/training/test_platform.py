@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.training.runs import (
     FAKE_MOXING,
@@ -24,6 +25,7 @@ from tests.training.runs import (
     clean_env,
     metrics,
     run,
+    train,
 )
 
 FRAMEWORK = {"pytorch": "pytorch", "model": "mindspore", "custom": "mindspore"}
@@ -98,6 +100,14 @@ def test_a_c2net_job_trains_with_no_path_flags(
     env = {**bucket, **c2net(tmp_path, method, digits_dir)}
     if not package:
         env["PYTHONPATH"] += os.pathsep + without_c2net(tmp_path)
+    if method == "MOUNT":
+        # A pretrained model selected in the job: its folder holds one checkpoint.
+        weights = train(projects[name], tmp_path / "earlier", "--smoke")
+        model = Path(env["LOCAL_PRETRAIN_MODEL_PATH"]) / "lenet"
+        shutil.copytree(weights, model)
+        for extra in model.glob("lenet_epoch*"):
+            if extra.name != "lenet_epoch1.pt":
+                extra.unlink()
     result = run(
         projects[name],
         "train.py",
@@ -114,6 +124,12 @@ def test_a_c2net_job_trains_with_no_path_flags(
     assert [line["epoch"] for line in metrics(output) if line["type"] == "val"] == [1, 2]
     unpacked = Path(env["LOCAL_DATASET_PATH"]) / "MnistDataset"
     assert (unpacked / "train" / "train-images-idx3-ubyte").is_file()
+    if method == "MOUNT":
+        assert "loaded pretrained weights from" in result.stdout and "/lenet/" in result.stdout
+    # TensorBoard (the job's LOCAL_TENSORBOARD_PATH) reads the scalars, per epoch.
+    board = EventAccumulator(env["LOCAL_TENSORBOARD_PATH"]).Reload()
+    assert {"train/loss", "val/accuracy", "test/accuracy"} <= set(board.Tags()["scalars"])
+    assert len(board.Scalars("val/accuracy")) == 2
     if method == "MOXING":
         # upload_output() (or its stand-in without the package) ran after each epoch.
         sent = [
@@ -124,6 +140,26 @@ def test_a_c2net_job_trains_with_no_path_flags(
         assert {f"lenet_epoch2{suffix}", "metrics.jsonl", "latest.json"} <= {
             p.name for p in remote.iterdir()
         }
+
+
+def test_flags_win_over_the_c2net_variables(
+    pytorch_project: Path, bucket, digits_dir: Path, tmp_path: Path
+) -> None:
+    env = {**bucket, **c2net(tmp_path, "MOUNT", digits_dir)}
+    shutil.rmtree(env["LOCAL_DATASET_PATH"])  # nothing there: the flag must be what is read
+    os.mkdir(env["LOCAL_DATASET_PATH"])
+    args = [
+        "--epoch_size",
+        "1",
+        "--data_url",
+        str(digits_dir),
+        "--train_url",
+        str(tmp_path / "out"),
+    ]
+    result = run(pytorch_project, "train.py", "--device_target", "cpu", *args, env=clean_env(**env))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (tmp_path / "out" / "lenet_epoch1.pt").is_file()
+    assert not list(Path(env["LOCAL_OUTPUT_PATH"]).iterdir())
 
 
 def _wait_for(path: Path, epoch: int, proc: subprocess.Popen, timeout: float = 300) -> None:

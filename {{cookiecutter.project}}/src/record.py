@@ -3,7 +3,8 @@
 hparams.json      the run's hyperparameters
 metrics.jsonl     one line per log call: type (train|val|test), step, epoch, metrics, time
 artifacts.json    the files the run produced: path (relative), bytes, sha256
-Only rank 0 writes; on other ranks every method does nothing.
+Only rank 0 writes; on other ranks every method does nothing. Given a TensorBoard
+directory (a C2Net job's LOCAL_TENSORBOARD_PATH), the metrics go there too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from src.errors import ConfigError
+from src.tensorboard import EventWriter
 
 HPARAMS = "hparams.json"
 METRICS = "metrics.jsonl"
@@ -46,12 +48,21 @@ class RunRecord:
     directory; a resumed run (append=True) adds to them.
     """
 
-    def __init__(self, output_dir: Path, enabled: bool = True, append: bool = False) -> None:
+    def __init__(
+        self,
+        output_dir: Path,
+        enabled: bool = True,
+        append: bool = False,
+        tensorboard: Path | None = None,
+    ) -> None:
         self.output_dir = output_dir
         self.enabled = enabled
         self._artifacts: list[dict[str, object]] = []
+        self.events = None
         if not enabled:
             return
+        if tensorboard is not None:
+            self.events = EventWriter(tensorboard)
         try:
             output_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -85,6 +96,8 @@ class RunRecord:
         }
         with (self.output_dir / METRICS).open("a", encoding="utf-8") as stream:
             stream.write(json.dumps(line) + "\n")
+        if self.events is not None:
+            self.events.scalars(step, {f"{type}/{name}": v for name, v in metrics.items()})
 
     def remove_artifact(self, path: Path) -> None:
         """Forget a file under output_dir that was deleted (a checkpoint no longer kept)."""

@@ -106,7 +106,7 @@ def _train(
     plan = BatchPlan(
         len(splits.train), cfg.batch_size, backend.world_size, backend.rank, seed, cfg.max_steps
     )
-    record = RunRecord(output, enabled=backend.rank == 0, append=resumed)
+    record = RunRecord(output, backend.rank == 0, resumed, where.tensorboard)
     launch = {"seed": seed, "world_size": backend.world_size, "device": backend.device}
     launch["global_batch_size"] = cfg.batch_size * backend.world_size
     record.log_hparams({**cfg.hparams(), **launch, **backend.describe()})

@@ -1,0 +1,80 @@
+"""Scalars for TensorBoard, without TensorBoard: its event-file format, written by hand.
+
+OpenI's C2Net jobs name a TensorBoard directory (LOCAL_TENSORBOARD_PATH) and show what is
+written there. An event file is a sequence of TFRecords, each an Event message:
+wall_time (field 1, double), step (2, int64), file_version (3, string) or summary (5),
+a Summary of Values: tag (1, string) and simple_value (2, float).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+TABLE = _crc32c_table()
+
+
+def _masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC-32C (Castagnoli) of data."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _event(step: int, body: bytes) -> bytes:
+    head = _varint(1 << 3 | 1) + struct.pack("<d", time.time())
+    return head + _varint(2 << 3 | 0) + _varint(step) + body
+
+
+class EventWriter:
+    """Appends scalar summaries to one event file in ``directory``."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}"
+        self.path = directory / name
+        self._write(_event(0, _field(3, b"brain.Event:2")))
+
+    def _write(self, record: bytes) -> None:
+        length = struct.pack("<Q", len(record))
+        with self.path.open("ab") as stream:
+            stream.write(length + struct.pack("<I", _masked_crc(length)))
+            stream.write(record + struct.pack("<I", _masked_crc(record)))
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        """One event at ``step`` with a value per tag (val/accuracy, train/loss ...)."""
+        summary = b"".join(
+            _field(1, _field(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", value))
+            for tag, value in values.items()
+        )
+        self._write(_event(step, _field(5, summary)))

@@ -27,6 +27,8 @@ CUDA_ONLY = ("Dockerfile.cuda",)
 # as src/train_loop.py.
 MS_LOOP_FILES = {"model": "src/model_loop.py", "custom": "src/custom_loop.py"}
 MS_LOOP = "src/train_loop.py"
+# Tests of one loop's own parts go with it.
+MS_LOOP_TESTS = {"custom": "tests/test_custom_loop.py"}
 
 
 def finalize(project_dir: Path, options: Options) -> None:
@@ -51,6 +53,8 @@ def finalize(project_dir: Path, options: Options) -> None:
                 (project_dir / name).replace(project_dir / MS_LOOP)
             else:
                 (project_dir / name).unlink(missing_ok=True)
+                if loop in MS_LOOP_TESTS:
+                    (project_dir / MS_LOOP_TESTS[loop]).unlink(missing_ok=True)
     unused = {"cuda": ASCEND_ONLY, "ascend": CUDA_ONLY, "both": ()}[options.target]
     for name in unused:
         path = project_dir / name

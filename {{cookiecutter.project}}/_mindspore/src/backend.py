@@ -4,6 +4,7 @@ src/train_loop.py: Model.train with callbacks, or a hand-written loop."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from mindspore.amp import auto_mixed_precision
 
 from src import pretrained
 from src.backend_api import BatchPlan, EpochEnd
-from src.config_ext import MSConfig
+from src.config_ext import MSConfig, sink_on
 from src.dataset import Arrays
 from src.env import init_env
 from src.errors import CheckpointError
@@ -53,9 +54,11 @@ class MindSporeBackend:
             # whose gradients overflow.
             self.net = auto_mixed_precision(self.net, cfg.amp_level.upper())
         self.optimizer = nn.Momentum(self.net.trainable_params(), cfg.lr, cfg.momentum)
-        self.sink = cfg.dataset_sink_mode == "true" or (
-            cfg.dataset_sink_mode == "auto" and self.target == "Ascend"
-        )
+        self.sink = sink_on(cfg.dataset_sink_mode, self.target)
+        if cfg.dataset_sink_mode == "true" and not self.sink:
+            logging.getLogger(__name__).info(
+                "MindSpore has no data sink on the CPU: training without it"
+            )
         self.data: dict[str, Arrays] = {}
 
     def describe(self) -> dict[str, Any]:

@@ -49,3 +49,10 @@ EXTRA_OPTIONS = {
 }
 
 CONFIG_CLASS = MSConfig
+
+
+def sink_on(setting: str, device_target: str) -> bool:
+    """dataset_sink_mode auto|true|false on MindSpore's device target: auto is on for
+    Ascend, where feeding whole sinks of steps pays; the CPU has no sink at all."""
+    wanted = setting == "true" or (setting == "auto" and device_target == "Ascend")
+    return wanted and device_target != "CPU"

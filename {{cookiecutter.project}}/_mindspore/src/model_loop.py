@@ -68,12 +68,9 @@ def _scale(backend: Any) -> Any:
 
 def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with Model.train."""
+    # backend.sink is off on the CPU: there MindSpore would silently feed step by step but
+    # still count sink_size steps as an epoch.
     sink = backend.sink
-    if sink and backend.target == "CPU":
-        # There MindSpore silently feeds step by step but still counts sink_size steps as
-        # an epoch: turning sink off keeps the epochs whole.
-        log.info("MindSpore has no data sink on the CPU: training without it")
-        sink = False
     sinks = sinks_per_epoch(sink, backend.cfg.sink_size, plan.steps_per_epoch)
     source = EpochBatches(backend.data["train"], plan, first)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")

@@ -6,6 +6,7 @@ import mindspore as ms
 import numpy as np
 import pytest
 
+from src.config_ext import sink_on
 from src.dataset import sinks_per_epoch
 from src.errors import ConfigError
 from src.model import LeNet5, evaluate
@@ -35,3 +36,18 @@ def test_sinks_per_epoch(sink: bool, sink_size: int, steps: int, sinks: int) -> 
 def test_a_sink_size_must_divide_the_epoch() -> None:
     with pytest.raises(ConfigError, match="sink_size 6 must divide the 20 steps"):
         sinks_per_epoch(True, 6, 20)
+
+
+@pytest.mark.parametrize(
+    ("setting", "target", "on"),
+    [
+        ("auto", "Ascend", True),
+        ("auto", "GPU", False),
+        ("auto", "CPU", False),
+        ("true", "GPU", True),
+        ("true", "CPU", False),
+        ("false", "Ascend", False),
+    ],
+)
+def test_sink_mode_is_on_by_default_for_ascend_only(setting: str, target: str, on: bool) -> None:
+    assert sink_on(setting, target) is on

@@ -16,7 +16,7 @@ import pytest
 from generator import ranktable
 from tests.conftest import RenderProject
 from tests.integration.netns import Hosts, finish
-from tests.template.launchers import assert_all_gone, env, free_port
+from tests.template.launchers import assert_all_gone, env, fake_python, free_port
 from tests.training.runs import assert_same_weights
 
 TRAIN = ("--", "--device_target", "cpu", "--epoch_size", "2", "--batch_size", "32")
@@ -161,3 +161,25 @@ def test_the_rank_table_launcher_finds_each_node_by_its_address(
     assert code0 == code1 == 0, err0 + err1
     assert "RANK_SIZE=4 RANK_ID=2 DEVICE_ID=0" in out0 and "RANK_ID=3 DEVICE_ID=1" in out0
     assert "RANK_SIZE=4 RANK_ID=0 DEVICE_ID=0" in out1 and "RANK_ID=1 DEVICE_ID=1" in out1
+    # For real (each rank a stand-in that prints what HCCL would read): the NIC that routes to
+    # the first server carries the job.
+    fake = fake_python(
+        tmp_path / "fake.py",
+        "print('ranks', os.environ['RANK_ID'], os.environ['HCCL_SOCKET_IFNAME'],"
+        " os.environ['HCCL_IF_IP'], os.environ['HCCL_CONNECT_TIMEOUT'], flush=True)\n",
+    )
+    procs = [
+        hosts.start(
+            node,
+            [script, "--rank-table", str(tmp_path / "t.json"), "--join-timeout", "300"],
+            None,
+            PYTHON=str(fake),
+        )
+        for node in (0, 1)
+    ]
+    for node, (code, out, err) in enumerate(finish(procs, 60)):
+        assert code == 0, err
+        line = next(line for line in out.splitlines() if line.startswith("ranks "))
+        iface = line.split()[2]
+        assert line.split()[3:] == [hosts.addresses[node], "300"]
+        assert iface != "lo" and iface.startswith("tt")

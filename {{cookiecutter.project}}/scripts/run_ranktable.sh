@@ -118,11 +118,12 @@ if [[ $dry_run == true ]]; then
 fi
 
 cd "$project_root"
-# shellcheck source=/dev/null  # env.sh is linted on its own
-. ./env.sh
-# HCCL waits this long for every rank to connect (CANN allows 120-7200 s).
+# HCCL waits this long for every rank to connect (CANN allows 120-7200 s); before env.sh,
+# whose default it replaces (a value you set still wins).
 : "${HCCL_CONNECT_TIMEOUT:=$((join_timeout < 120 ? 120 : join_timeout > 7200 ? 7200 : join_timeout))}"
 export HCCL_CONNECT_TIMEOUT
+# shellcheck source=/dev/null  # env.sh is linted on its own
+. ./env.sh
 if [[ $rank_size -gt $nproc ]]; then choose_interface; fi
 pids=() logs=()
 # SIGTERM to every rank's session, SIGKILL to what outlives RANK_STOP_TIMEOUT seconds.

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from generator import catalog
 from generator.errors import GenError, OptionError
+from generator.git import origin_url, public_url, revision
 from generator.options import Options
 from generator.project import read_record
 
@@ -50,34 +49,6 @@ def check_target(options: Options, target: str) -> None:
             f"{options.project} was generated for {options.target} only; "
             f"choose {' or '.join(TARGETS_OF[options.target])}",
         )
-
-
-def git(project_dir: Path, *args: str) -> str | None:
-    """Output of a git command in the project, or None outside a repository."""
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(project_dir), *args], capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return result.stdout.strip()
-
-
-def revision(project_dir: Path) -> str | None:
-    """The short commit, with -dirty when the work tree has changes; None outside git."""
-    commit = git(project_dir, "rev-parse", "--short=12", "HEAD")
-    if commit is None:
-        return None
-    dirty = git(project_dir, "status", "--porcelain", "--untracked-files=no")
-    return f"{commit}-dirty" if dirty else commit
-
-
-def public_url(url: str) -> str:
-    """A remote URL with any user name or token removed: labels are public."""
-    parts = urlsplit(url)
-    if not parts.netloc or "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def default_tag(options: Options, target: str, project_dir: Path) -> str:
@@ -146,7 +117,7 @@ def plan_build(
         raise GenError(f"{path} is missing; regenerate the project or restore it from git")
     known = dockerfile_args(path.read_text(encoding="utf-8"))
     args: dict[str, str] = {"REVISION": revision(project_dir) or "unknown"}
-    remote = git(project_dir, "remote", "get-url", "origin")
+    remote = origin_url(project_dir)
     if remote:
         args["SOURCE"] = public_url(remote)
     if catalog_entry or framework_version:

@@ -24,7 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
-    """The golden files of the requesting module (its GOLDEN_CASES): ``golden.check(case, text)``."""
+    """The requesting module's golden files (its GOLDEN_CASES): ``golden.check(case, text)``."""
     module = request.module
     return Golden(
         suite=module.__name__.rpartition(".")[2],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+
 from tests.golden import GOLDEN_DIR
 
 TESTS = GOLDEN_DIR.parent
@@ -36,4 +37,3 @@ def test_every_golden_file_belongs_to_a_case_and_every_case_has_one() -> None:
         assert files - set(cases) == set(), f"stale golden files in {name}/"
         missing = set(cases) - files
         assert not missing, f"{name}: no golden file for {sorted(missing)} (--update-golden)"
-

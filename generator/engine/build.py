@@ -40,17 +40,14 @@ class _Log:
 
 
 def image_info(sdk: Sdk, ref: str) -> ImageInfo | None:
-    """What the host knows of an image: size, layers (newest first), user, labels."""
+    """What the host knows of an image: size, user, labels, platform, parent."""
     attrs = sdk.inspect_image(ref)
     if attrs is None:
         return None
-    history = sdk.history(attrs["Id"])
     config = attrs.get("Config") or {}
     return ImageInfo(
         attrs["Id"],
-        list(attrs.get("RepoTags") or []),
         int(attrs.get("Size") or 0),
-        [(str(e.get("CreatedBy", "")), int(e.get("Size", 0))) for e in history],
         user=config.get("User") or "",
         labels=config.get("Labels") or {},
         architecture=str(attrs.get("Architecture") or "amd64"),

@@ -90,10 +90,6 @@ class Sdk:
             except docker.errors.ImageNotFound:
                 return None
 
-    def history(self, ref: str) -> list[dict[str, Any]]:
-        with _translated(f"reading the history of {ref}"):
-            return list(self._api.history(ref))
-
     def image_ids(self) -> set[str]:
         with _translated("listing images"):
             return set(self._api.images(all=True, quiet=True))

@@ -11,12 +11,10 @@ Lines = Callable[[str], None]
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """An image on the host: id, tags, total size, its layers, its user, labels, platform."""
+    """An image on the host: id, total size, its user, labels, platform and parent."""
 
     id: str
-    tags: list[str]
     size: int
-    layers: list[tuple[str, int]] = field(default_factory=list)
     user: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     architecture: str = "amd64"

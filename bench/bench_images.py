@@ -68,14 +68,8 @@ def whole_build(docker: engine.Engine, project: Path, wheels: Path, args: dict, 
     files = {**code_files(project), **{f"wheelhouse/{w.name}": w for w in wheels.iterdir()}}
     context = pack((project / "Dockerfile.cuda").read_text(), files)
     with open(os.devnull, "w") as log, context.fileobj:
-        docker.build(
-            context,
-            tag="benchimg:baseline",
-            buildargs=args,
-            log=log,
-            on_line=lambda _: None,
-            nocache=nocache,
-        )
+        spec = engine.BuildSpec("benchimg:baseline", args, nocache)
+        docker.build(context, spec, log, lambda _: None)
     return time.perf_counter() - start, context.size / MB
 
 

@@ -56,7 +56,13 @@ def image() -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Local wheels to install from, offline (air-gapped hosts).",
 )
-@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--build-arg",
+    "build_args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Dockerfile ARG, repeatable (e.g. HWHIAI_UID=1001).",
+)
 @click.option("--catalog-entry", help="Another base from images/ (e.g. cann8.1.rc1-910b-...).")
 @click.option("--framework-version", help="Another framework version from images/.")
 @click.option("--network", help="Network for RUN steps (e.g. host for apt behind a proxy).")

@@ -6,7 +6,9 @@ from generator.engine.local import DockerEngine
 from generator.engine.sdk import API_TIMEOUT_S, context_files
 from generator.engine.sdk import connect as _connect
 from generator.engine.types import (
+    Auth,
     BuildContext,
+    BuildSpec,
     ContainerSpec,
     Engine,
     ImageInfo,
@@ -17,7 +19,9 @@ from generator.engine.types import (
 )
 
 __all__ = [
+    "Auth",
     "BuildContext",
+    "BuildSpec",
     "ContainerSpec",
     "DockerEngine",
     "Engine",

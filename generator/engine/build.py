@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from generator.engine.sdk import RESTART, Sdk
-from generator.engine.types import BuildContext, ImageInfo, Lines
+from generator.engine.types import BuildContext, BuildSpec, ImageInfo, Lines
 from generator.errors import BaseImageMissing, BuildFailed, EngineUnavailable
 
 TAIL_LINES = 20
@@ -56,39 +56,30 @@ def image_info(sdk: Sdk, ref: str) -> ImageInfo | None:
 
 
 def build(
-    sdk: Sdk,
-    context: BuildContext,
-    *,
-    tag: str,
-    buildargs: dict[str, str],
-    log: IO[str],
-    on_line: Lines,
-    nocache: bool = False,
-    network_mode: str | None = None,
-    labels: dict[str, str] | None = None,
-    target: str | None = None,
+    sdk: Sdk, context: BuildContext, spec: BuildSpec, log: IO[str], on_line: Lines
 ) -> ImageInfo:
     """Build from a tar context with the classic builder, streaming each log line.
 
     Raises BaseImageMissing when FROM names an image that is not here (nothing is
-    pulled), BuildFailed with the failing step and the log tail otherwise.
+    pulled), BuildFailed with the failing step and the log tail otherwise, and
+    EngineUnavailable (with the step it was at) when the engine goes away.
     """
     record = _Log(log, on_line)
     stream = sdk.build(
         context.fileobj,
         dockerfile=context.dockerfile,
-        tag=tag,
-        buildargs=buildargs,
-        nocache=nocache,
+        tag=spec.tag,
+        buildargs=spec.buildargs,
+        nocache=spec.nocache,
         pull=False,
-        network_mode=network_mode,
-        labels=labels,
-        target=target,
+        network_mode=spec.network,
+        labels=spec.labels or None,
+        target=spec.target,
     )
     image_id = None
     try:
         for chunk in stream:
-            image_id = _read(chunk, record, buildargs) or image_id
+            image_id = _read(chunk, record, spec.buildargs) or image_id
     except (EngineUnavailable, BuildFailed) as err:
         # A stopping engine kills the running step before it hangs up: a failed step
         # of an engine that takes no more requests is the engine's end, not the step's.
@@ -98,7 +89,7 @@ def build(
         lost = EngineUnavailable(f"lost the Docker engine during the build{where}: {RESTART}")
         log.write(f"{lost}\n")
         raise lost from err
-    built = image_info(sdk, image_id or tag)
+    built = image_info(sdk, image_id or spec.tag)
     if built is None:
         raise record.failed("the build ended without an image")
     return built

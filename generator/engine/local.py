@@ -8,7 +8,9 @@ from generator.engine import build as builds
 from generator.engine import registry, run
 from generator.engine.sdk import Sdk
 from generator.engine.types import (
+    Auth,
     BuildContext,
+    BuildSpec,
     ContainerSpec,
     ImageInfo,
     Lines,
@@ -63,46 +65,15 @@ class DockerEngine:
         return self._sdk.runtimes()
 
     def build(
-        self,
-        context: BuildContext,
-        *,
-        tag: str,
-        buildargs: dict[str, str],
-        log: IO[str],
-        on_line: Lines,
-        nocache: bool = False,
-        network_mode: str | None = None,
-        labels: dict[str, str] | None = None,
-        target: str | None = None,
+        self, context: BuildContext, spec: BuildSpec, log: IO[str], on_line: Lines
     ) -> ImageInfo:
-        return builds.build(
-            self._sdk,
-            context,
-            tag=tag,
-            buildargs=buildargs,
-            log=log,
-            on_line=on_line,
-            nocache=nocache,
-            network_mode=network_mode,
-            labels=labels,
-            target=target,
-        )
+        return builds.build(self._sdk, context, spec, log, on_line)
 
     def run(self, spec: ContainerSpec, *, timeout_s: float, on_line: Lines) -> RunResult:
         return run.run(self._sdk, spec, timeout_s=timeout_s, on_line=on_line)
 
-    def push(
-        self,
-        local_ref: str,
-        repository: str,
-        tag: str,
-        *,
-        auth: dict[str, str] | None,
-        on_progress: Progress,
-    ) -> str:
-        return registry.push(
-            self._sdk, local_ref, repository, tag, auth=auth, on_progress=on_progress
-        )
+    def push(self, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: Progress) -> str:
+        return registry.push(self._sdk, local_ref, remote_ref, auth=auth, on_progress=on_progress)
 
-    def pull(self, reference: str, *, auth: dict[str, str] | None, on_progress: Progress) -> str:
+    def pull(self, reference: str, *, auth: Auth, on_progress: Progress) -> str:
         return registry.pull(self._sdk, reference, auth=auth, on_progress=on_progress)

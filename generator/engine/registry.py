@@ -8,7 +8,7 @@ from contextlib import suppress
 from typing import Any
 
 from generator.engine.sdk import Sdk
-from generator.engine.types import LayerProgress, Progress
+from generator.engine.types import Auth, LayerProgress, Progress
 from generator.errors import (
     AuthRefused,
     EngineError,
@@ -18,21 +18,13 @@ from generator.errors import (
 )
 
 
-def push(
-    sdk: Sdk,
-    local_ref: str,
-    repository: str,
-    tag: str,
-    *,
-    auth: dict[str, str] | None,
-    on_progress: Progress,
-) -> str:
-    """Tag ``local_ref`` as ``repository:tag``, push it and return the manifest digest.
+def push(sdk: Sdk, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: Progress) -> str:
+    """Tag ``local_ref`` as ``remote_ref`` (repository:tag), push it, return the digest.
 
     ``auth`` None means the credentials ``docker login`` stored. A failure raises
     RemoteUnreachable, AuthRefused or PushFailed, and leaves no new tag behind.
     """
-    remote_ref = f"{repository}:{tag}"
+    repository, _, tag = remote_ref.rpartition(":")
     tagged_here = sdk.inspect_image(remote_ref) is None
     sdk.tag(local_ref, repository, tag)
     digest = None
@@ -50,7 +42,7 @@ def push(
     return digest
 
 
-def pull(sdk: Sdk, reference: str, *, auth: dict[str, str] | None, on_progress: Progress) -> str:
+def pull(sdk: Sdk, reference: str, *, auth: Auth, on_progress: Progress) -> str:
     """Pull ``reference`` (``name:tag`` or ``name@sha256:...``); return the image id."""
     repository, _, digest = reference.partition("@")
     for chunk in _chunks(sdk.pull(repository, digest or None, auth), repository, auth):
@@ -62,7 +54,7 @@ def pull(sdk: Sdk, reference: str, *, auth: dict[str, str] | None, on_progress: 
 
 
 def _chunks(
-    stream: Iterator[dict[str, Any]], repository: str, auth: dict[str, str] | None
+    stream: Iterator[dict[str, Any]], repository: str, auth: Auth
 ) -> Iterator[dict[str, Any]]:
     """The chunks of a push or pull; an error (at the start or in a chunk) raises."""
     registry = repository.split("/", 1)[0]

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import IO, Protocol
 
 Lines = Callable[[str], None]
+# A registry login (username, password); None: the one docker login stored.
+Auth = dict[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,18 @@ class BuildContext:
     fileobj: IO[bytes]
     dockerfile: str
     size: int
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """How to build a context: its tag, build arguments, cache, network, labels, last stage."""
+
+    tag: str
+    buildargs: dict[str, str] = field(default_factory=dict)
+    nocache: bool = False
+    network: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,17 +111,7 @@ class Engine(Protocol):
         """The container runtimes the engine offers (``nvidia`` means GPUs can be passed)."""
 
     def build(
-        self,
-        context: BuildContext,
-        *,
-        tag: str,
-        buildargs: dict[str, str],
-        log: IO[str],
-        on_line: Lines,
-        nocache: bool = False,
-        network_mode: str | None = None,
-        labels: dict[str, str] | None = None,
-        target: str | None = None,
+        self, context: BuildContext, spec: BuildSpec, log: IO[str], on_line: Lines
     ) -> ImageInfo:
         """Build with the classic builder, nothing pulled; BaseImageMissing or BuildFailed."""
 
@@ -115,16 +119,9 @@ class Engine(Protocol):
         """Run a container to its end, killed at the deadline (ContainerFailed) and
         removed in every case; a command that cannot start exits 127."""
 
-    def push(
-        self,
-        local_ref: str,
-        repository: str,
-        tag: str,
-        *,
-        auth: dict[str, str] | None,
-        on_progress: Progress,
-    ) -> str:
-        """Push ``local_ref`` as ``repository:tag``; return the digest. PushFailed subclasses."""
+    def push(self, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: Progress) -> str:
+        """Push ``local_ref`` as ``remote_ref`` (repository:tag); return the digest.
+        PushFailed subclasses on failure; ``auth`` None: what docker login stored."""
 
-    def pull(self, reference: str, *, auth: dict[str, str] | None, on_progress: Progress) -> str:
+    def pull(self, reference: str, *, auth: Auth, on_progress: Progress) -> str:
         """Pull ``reference``; return the image id. PushFailed subclasses on failure."""

@@ -21,7 +21,7 @@ from typing import IO
 
 from generator import engine as engines
 from generator.cache import JsonCache
-from generator.engine import Engine, ImageInfo, LayerProgress, Lines
+from generator.engine import BuildSpec, Engine, ImageInfo, LayerProgress, Lines
 from generator.errors import BaseImageMissing, EngineUnavailable, GenError, PushFailed
 from generator.image import python as pythons
 from generator.image.context import code_files, deps_files, pack
@@ -109,16 +109,9 @@ def build_image(
         code = plan.split.code(deps.ref)
         context = pack(code, code_files(plan.project_dir))
         log.write(f"# code image {plan.tag}, FROM {deps.ref}\n")
+        spec = BuildSpec(plan.tag, plan.code_args(), plan.nocache, plan.network)
         with context.fileobj:
-            built = engine.build(
-                context,
-                tag=plan.tag,
-                buildargs=plan.code_args(),
-                log=log,
-                on_line=on_line,
-                nocache=plan.nocache,
-                network_mode=plan.network,
-            )
+            built = engine.build(context, spec, log, on_line)
     seconds = time.monotonic() - start
     return BuildReport(plan, deps, code, plan.code_args(), built, context.size, seconds)
 
@@ -213,16 +206,14 @@ def _deps_image(
     start = time.monotonic()
     context = pack(deps.dockerfile, deps_files(plan.requirements, deps.wheels.files))
     log.write(f"# dependency image {deps.ref} (key {deps.key})\n")
+    spec = BuildSpec(
+        deps.ref,
+        deps.buildargs,
+        plan.nocache,
+        plan.network,
+        labels={KEY_LABEL: deps.key},
+        target=plan.split.runtime_stage,
+    )
     with context.fileobj:
-        engine.build(
-            context,
-            tag=deps.ref,
-            buildargs=deps.buildargs,
-            log=log,
-            on_line=on_line,
-            nocache=plan.nocache,
-            network_mode=plan.network,
-            labels={KEY_LABEL: deps.key},
-            target=plan.split.runtime_stage,
-        )
+        engine.build(context, spec, log, on_line)
     return replace(deps, context_bytes=context.size, seconds=time.monotonic() - start)

@@ -104,9 +104,10 @@ def push_image(
     engine = connect()
     engine.require_image(local, f"build it first: gen image build --target {target}")
     on_status(f"pushing {local} to {repository}:{remote_tag}")
-    digest = engine.push(local, repository, remote_tag, auth=auth, on_progress=on_progress)
+    remote = f"{repository}:{remote_tag}"
+    digest = engine.push(local, remote, auth=auth, on_progress=on_progress)
     record = pushed_record(project_dir, target)
-    _write_atomically(record, f"{repository}:{remote_tag}\n")
+    _write_atomically(record, f"{remote}\n")
     return PushReport(local, repository, remote_tag, digest, record)
 
 

@@ -93,14 +93,12 @@ def test_every_engine_call_turns_a_stopped_daemon_into_one_error(
         "tag": lambda: docker.tag(STANDIN_BASE, "x/y", "z"),
         "runtimes": docker.runtimes,
         "build": lambda: docker.build(
-            pack("FROM scratch\n", {}), tag="x:y", buildargs={}, log=log, on_line=_quiet
+            pack("FROM scratch\n", {}), engine.BuildSpec("x:y"), log, _quiet
         ),
         "run": lambda: docker.run(
             engine.ContainerSpec(STANDIN_BASE, ["true"]), timeout_s=5, on_line=_quiet
         ),
-        "push": lambda: docker.push(
-            STANDIN_BASE, "127.0.0.1:9/x", "y", auth=None, on_progress=_quiet
-        ),
+        "push": lambda: docker.push(STANDIN_BASE, "127.0.0.1:9/x:y", auth=None, on_progress=_quiet),
         "pull": lambda: docker.pull("127.0.0.1:9/x:y", auth=None, on_progress=_quiet),
     }
     for name, call in calls.items():

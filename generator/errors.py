@@ -79,8 +79,19 @@ class FileExists(GenError):
     """Raised when an output file exists and --force was not given (it is left untouched)."""
 
 
-class EngineUnavailable(GenError):
-    """Raised when no Docker engine answers (the message says where gen looked)."""
+class EngineError(GenError):
+    """Raised when the container engine refuses or fails an operation that no more specific
+    error names; the message says what gen was doing and what the engine said."""
+
+
+class EngineUnavailable(EngineError):
+    """Raised when no Docker engine answers, or when it stops answering in the middle of an
+    operation (the message says where gen looked, or what it was doing)."""
+
+
+class PythonMissing(GenError):
+    """Raised before an image build when the base image has no Python gen can build with;
+    the message names the image and how to choose an interpreter."""
 
 
 class BaseImageMissing(GenError):

@@ -13,8 +13,6 @@ from dataclasses import asdict, dataclass
 from generator.errors import OptionError
 
 FRAMEWORKS = ("pytorch", "mindspore")
-# Frameworks whose template files exist; the others are refused with a clear line.
-AVAILABLE_FRAMEWORKS = ("pytorch", "mindspore")
 TARGETS = ("cuda", "ascend", "both")
 PLATFORMS = ("openi", "modelarts", "generic")
 DEVICES_PER_NODE = (1, 2, 4, 8)
@@ -73,12 +71,6 @@ def validate(values: Mapping[str, object]) -> Options:
     if not PROJECT_RE.fullmatch(project):
         raise OptionError("project", f"{project!r} is not a valid directory name: {PROJECT_RULE}")
     framework = _choice("framework", values.get("framework", "pytorch"), FRAMEWORKS)
-    if framework not in AVAILABLE_FRAMEWORKS:
-        raise OptionError(
-            "framework",
-            f"{framework} projects are not available yet; choose one of "
-            + ", ".join(AVAILABLE_FRAMEWORKS),
-        )
     devices_rule = "choose one of " + ", ".join(map(str, DEVICES_PER_NODE))
     devices = _integer("devices_per_node", values.get("devices_per_node", 8), devices_rule)
     if devices not in DEVICES_PER_NODE:

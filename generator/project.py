@@ -27,6 +27,7 @@ REPO_ROOT_MARKERS = (
     "hooks",
     "{{cookiecutter.project}}",
     "images",
+    "templates",
 )
 
 

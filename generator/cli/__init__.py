@@ -9,15 +9,40 @@ import click
 from generator import __version__
 from generator.errors import GenError
 
-_state = {"debug": False}
+
+class _Reported(click.ClickException):
+    """A GenError on its way out: ``error:`` lines, then its details, then the exit code."""
+
+    def __init__(self, error: GenError) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.exit_code = error.exit_code
+
+    def show(self, file: object = None) -> None:
+        for line in self.error.lines():
+            click.echo(f"error: {line}", err=True)
+        for line in self.error.details():
+            click.echo(line, err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Gen(click.Group):
+    """The top-level group: turns the library's errors into one line each, unless --debug
+    asks for the traceback (read from this invocation, not from global state)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except GenError as err:
+            if ctx.params.get("debug"):
+                raise
+            raise _Reported(err) from err
+
+
+@click.group(cls=_Gen, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gen")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def cli(debug: bool) -> None:
     """Generate and ship training projects for OpenI, ModelArts/Ascend and CUDA clusters."""
-    _state["debug"] = debug
 
 
 def _register() -> None:
@@ -49,11 +74,3 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(130)
-    except GenError as err:
-        if _state["debug"]:
-            raise
-        for line in err.lines():
-            click.echo(f"error: {line}", err=True)
-        for line in err.details():
-            click.echo(line, err=True)
-        sys.exit(err.exit_code)

@@ -1,17 +1,18 @@
-"""`gen image build|smoke|push`: the project's images, through the Docker engine."""
+"""`gen image build|smoke|push`: parse, call generator.image, print."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from generator.options import TARGETS
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-from generator.options import TARGETS
+    from generator.image.build import BuildReport
 
 PROJECT_DIR = click.argument(
     "project_dir",
@@ -34,7 +35,7 @@ def _console() -> Console:
 
 
 def _mb(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e3:.1f} kB" if size < 1e6 else f"{size / 1e6:.1f} MB"
 
 
 @click.group()
@@ -55,78 +56,72 @@ def image() -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Local wheels to install from, offline (air-gapped hosts).",
 )
-@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--build-arg",
+    "build_args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Dockerfile ARG, repeatable (e.g. HWHIAI_UID=1001).",
+)
 @click.option("--catalog-entry", help="Another base from images/ (e.g. cann8.1.rc1-910b-...).")
 @click.option("--framework-version", help="Another framework version from images/.")
 @click.option("--network", help="Network for RUN steps (e.g. host for apt behind a proxy).")
-@click.option("--no-cache", is_flag=True, help="Rebuild every layer.")
-@click.option("--dry-run", is_flag=True, help="Print the Dockerfile and build args only.")
-def build(
-    target: str,
-    project_dir: Path,
-    base_image: str | None,
-    tag: str | None,
-    pip_index_url: str | None,
-    wheelhouse: Path | None,
-    build_args: tuple[str, ...],
-    catalog_entry: str | None,
-    framework_version: str | None,
-    network: str | None,
-    no_cache: bool,
-    dry_run: bool,
-) -> None:
-    """Build the image for --target from PROJECT_DIR (default: here)."""
-    from generator import engine
-    from generator.image import plan_build
+@click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every layer.")
+@click.option("--dry-run", is_flag=True, help="Show both build steps and the dependency key.")
+def build(project_dir: Path, **given: object) -> None:
+    """Build the image for --target from PROJECT_DIR (default: here): the dependency
+    image (reused while its key holds), then the code image FROM it."""
+    from generator.image.build import build_image
+    from generator.image.plan import BuildRequest
 
-    plan = plan_build(
-        project_dir,
-        target,
-        base_image=base_image,
-        tag=tag,
-        pip_index_url=pip_index_url,
-        wheelhouse=wheelhouse,
-        build_args=build_args,
-        catalog_entry=catalog_entry,
-        framework_version=framework_version,
-        nocache=no_cache,
-        network=network,
-    )
-    if dry_run:
-        click.echo((plan.project_dir / plan.dockerfile).read_text(encoding="utf-8"))
-        click.echo(f"# tag: {plan.tag}")
-        for key, value in sorted(plan.buildargs.items()):
-            click.echo(f"# build arg: {key}={value}")
-        if plan.wheelhouse:
-            click.echo(f"# wheelhouse: {plan.wheelhouse}")
+    request = BuildRequest(project_dir, **given)  # type: ignore[arg-type]
+    if request.dry_run:
+        _show_plan(build_image(request, on_line=click.echo))
         return
-    docker = engine.connect()
     console = _console()
-    plan.log_path.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    context = engine.build_context(plan.project_dir, plan.dockerfile, plan.extra)
-    context_bytes = context.seek(0, 2)
-    context.seek(0)
-    with plan.log_path.open("w", encoding="utf-8") as log, console.status("building") as status:
+    with console.status("building") as status:
 
         def show(line: str) -> None:
             if line.startswith("Step "):
                 status.update(f"[bold]{line}")
             console.print(line, style="dim", markup=False)
 
-        built = docker.build(
-            context,
-            dockerfile=plan.dockerfile,
-            tag=plan.tag,
-            buildargs=plan.buildargs,
-            log=log,
-            on_line=show,
-            nocache=plan.nocache,
-            network_mode=plan.network,
+        report = build_image(request, on_line=show)
+    deps, built = report.deps, report.image
+    assert built is not None
+    how = (
+        "reused"
+        if deps.reused
+        else f"built in {deps.seconds:.1f} s, context {_mb(deps.context_bytes)}"
+    )
+    click.echo(f"dependency image {deps.ref}: {how}")
+    click.echo(f"built {report.plan.tag} ({_mb(built.size)}) in {report.seconds:.1f} s")
+    click.echo(f"context {_mb(report.context_bytes)}; log: {report.plan.log_path}")
+
+
+def _show_plan(report: BuildReport) -> None:
+    """A dry run: both Dockerfiles, their build arguments and the dependency key."""
+    deps, plan = report.deps, report.plan
+    click.echo(f"# step 1 of 2: dependency image {deps.ref or '(key unknown)'}")
+    click.echo(f"# dependency key: {deps.key or 'unknown: ' + deps.unknown}")
+    if deps.python:
+        click.echo(f"# python: {deps.python.command} {deps.python.version} ({deps.python.source})")
+    if plan.wheelhouse:
+        sent = (
+            "all (a requirement gen cannot follow)" if deps.wheels.whole else len(deps.wheels.files)
         )
-    seconds = time.monotonic() - start
-    click.echo(f"built {plan.tag} ({_mb(built.size)}) in {seconds:.1f} s")
-    click.echo(f"context {_mb(context_bytes)}; log: {plan.log_path}")
+        click.echo(
+            f"# wheelhouse: {plan.wheelhouse}: sends {sent} file(s), {_mb(deps.wheels.size)}"
+        )
+        for name in deps.wheels.missing:
+            click.echo(f"# not in the wheelhouse: {name}")
+    for key, value in sorted(deps.buildargs.items()):
+        click.echo(f"# build arg: {key}={value}")
+    click.echo(deps.dockerfile)
+    click.echo(f"# step 2 of 2: code image {plan.tag}, FROM the dependency image")
+    for key, value in sorted(report.code_args.items()):
+        click.echo(f"# build arg: {key}={value}")
+    click.echo(report.code_dockerfile, nl=False)
 
 
 @image.command()
@@ -136,28 +131,19 @@ def build(
 @click.option("--timeout", default=600, show_default=True, help="Seconds before it is killed.")
 def smoke(target: str, project_dir: Path, tag: str | None, timeout: int) -> None:
     """Run a short training in the built image and check what it wrote."""
-    from generator import engine
-    from generator.image import check_target, default_tag
-    from generator.project import read_record
-    from generator.smoke import run_smoke
+    import time
 
-    project_dir = project_dir.resolve()
-    options = read_record(project_dir)
-    check_target(options, target)
-    tag = tag or default_tag(options, target, project_dir)
-    docker = engine.connect()
+    from generator.image.smoke import smoke_image
+
     console = _console()
-    accelerators = docker.accelerators()
-    click.echo(f"smoke-testing {tag}: {accelerators.describe()}")
     start = time.monotonic()
-    result = run_smoke(
-        docker,
-        tag,
-        options.framework,
-        project_dir / "output" / f"smoke-{target}",
+    result = smoke_image(
+        project_dir,
+        target,
+        tag=tag,
         timeout_s=timeout,
         on_line=lambda line: console.print(line, style="dim", markup=False),
-        accelerators=accelerators,
+        on_status=click.echo,
     )
     for line in result.report:
         click.echo(line)
@@ -181,31 +167,21 @@ def push_image(target: str, project_dir: Path, tag: str | None, registry: str) -
     """Push the built image to a registry as HOST[:PORT]/NAMESPACE/<project>:<tag>.
 
     Login: $GEN_REGISTRY_USER and $GEN_REGISTRY_PASSWORD, else what docker login
-    stored (~/.docker/config.json). Prints the pushed reference with its digest.
+    stored (~/.docker/config.json). Prints the pushed reference with its digest and
+    keeps it in logs/image-<target>.pushed.
     """
     from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn
 
-    from generator import engine
-    from generator.image import check_target, default_tag, registry_auth, registry_target
-    from generator.project import read_record
+    from generator.engine import LayerProgress
+    from generator.image.push import push_image
 
-    project_dir = project_dir.resolve()
-    options = read_record(project_dir)
-    check_target(options, target)
-    local = tag or default_tag(options, target, project_dir)
-    repository, remote_tag = registry_target(options, registry, local)
-    auth = registry_auth()
-    docker = engine.connect()
-    docker.require_image(local, f"build it first: gen image build --target {target}")
-    console = _console()
-    click.echo(f"pushing {local} to {repository}:{remote_tag}")
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
     # Bars while it runs; what stays is one line a layer and the result.
-    with Progress(*columns, console=console, transient=True) as progress:
+    with Progress(*columns, console=_console(), transient=True) as progress:
         tasks: dict[str, TaskID] = {}
         done: set[str] = set()
 
-        def show(event: engine.LayerProgress) -> None:
+        def show(event: LayerProgress) -> None:
             if event.layer in done:
                 return
             if event.status in ("Preparing", "Waiting", "Pushing"):
@@ -220,5 +196,8 @@ def push_image(target: str, project_dir: Path, tag: str | None, registry: str) -
                 progress.remove_task(tasks.pop(event.layer))
             progress.console.print(f"{event.layer}: {event.status}", style="dim")
 
-        digest = docker.push(local, repository, remote_tag, auth=auth, on_progress=show)
-    click.echo(f"pushed {repository}:{remote_tag} as {repository}@{digest}")
+        report = push_image(
+            project_dir, target, registry, tag=tag, on_progress=show, on_status=click.echo
+        )
+    click.echo(f"pushed {report.reference} as {report.repository}@{report.digest}")
+    click.echo(f"recorded in {report.record}")

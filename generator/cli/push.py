@@ -52,20 +52,22 @@ def push(
     token, git's own credential helper. The token is never written anywhere.
     Secrets, files over --max-file-mb, datasets and checkpoints are refused.
     """
-    from generator.gitpush import credentials_from_env, push_project
-    from generator.image import public_url
+    from generator.git import public_url
+    from generator.gitpush import PushOptions, push_project
+    from generator.gitremote import credentials_from_env
 
-    credentials = credentials_from_env(remote or "", token_env)
     result = push_project(
-        project_dir,
-        remote,
-        branch=branch,
-        message=message,
-        credentials=credentials,
-        token_env=token_env,
-        max_file_mb=max_file_mb,
-        dry_run=dry_run,
-        interactive=sys.stdin.isatty(),
+        PushOptions(
+            project_dir,
+            remote,
+            branch=branch,
+            message=message,
+            credentials=credentials_from_env(remote or "", token_env),
+            token_env=token_env,
+            max_file_mb=max_file_mb,
+            dry_run=dry_run,
+            interactive=sys.stdin.isatty(),
+        )
     )
     where = f"{public_url(result.remote)} (branch {result.branch})"
     if result.dry_run:

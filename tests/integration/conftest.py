@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -28,7 +29,6 @@ from tests.integration.registry import LocalRegistry
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN_BASE = os.environ.get("STANDIN_BASE", "train-template/standin-base:bookworm-py311")
-STANDIN_PYTHON = "python3.11"
 CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
 # What the tests install in images: the CPU wheels this machine has.
 PINS = {"pytorch": "torch==2.13.0", "mindspore": "mindspore==2.10.0"}
@@ -70,13 +70,45 @@ def wheelhouses() -> dict[str, Path]:
     return {framework: wheelhouse_for(framework) for framework in PINS}
 
 
+@pytest.fixture(scope="session")
+def shared_images(docker_engine: engine.Engine) -> Iterator[set[str]]:
+    """Dependency images that tests build once and share (``share``), removed when the
+    session ends together with the layers they were built from."""
+    before = docker_engine.image_ids()
+    kept: set[str] = set()
+    yield kept
+    docker_engine.remove_images(ancestry(docker_engine, kept) - before)
+
+
+def ancestry(docker_engine: engine.Engine, ids: set[str]) -> set[str]:
+    """The images ``ids`` and every local image a classic build made them from."""
+    found = set()
+    for image_id in ids:
+        while image_id and image_id not in found:
+            found.add(image_id)
+            image = docker_engine.image(image_id)
+            image_id = image.parent if image else ""
+    return found
+
+
+def share(docker_engine: engine.Engine, shared_images: set[str], stdout: str) -> str:
+    """Keep the dependency image a `gen image build` printed for later tests; its name."""
+    ref = re.search(r"^dependency image (\S+):", stdout, re.M)
+    assert ref, stdout[-2000:]
+    image = docker_engine.require_image(ref.group(1), "gen image build printed it")
+    shared_images.add(image.id)
+    return ref.group(1)
+
+
 @pytest.fixture
-def created(docker_engine: engine.Engine) -> Iterator[None]:
-    """Remove every image a test built (build-cache layers too); check no container is left."""
+def created(docker_engine: engine.Engine, shared_images: set[str]) -> Iterator[None]:
+    """Remove every image a test built (build-cache layers too) but the shared dependency
+    images; check no container is left."""
     images, containers = docker_engine.image_ids(), docker_engine.container_ids()
     yield
     left = docker_engine.container_ids() - containers
-    stuck = docker_engine.remove_images(docker_engine.image_ids() - images)
+    kept = ancestry(docker_engine, shared_images)
+    stuck = docker_engine.remove_images(docker_engine.image_ids() - images - kept)
     assert not left, f"containers left behind: {left}"
     assert not stuck, f"images the test could not remove: {stuck}"
 
@@ -99,17 +131,22 @@ def committed_project(options: Options, dest: Path) -> Path:
     """A generated project in a git repository with one commit, as users build it:
     the image tag and labels carry the commit."""
     project = render(options, dest)
-    for cmd in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "generated"],
-    ):
-        subprocess.run(["git", *cmd], cwd=project, check=True)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    commit_all(project, "generated")
     return project
 
 
+def commit_all(project: Path, message: str) -> None:
+    for cmd in (
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+    ):
+        subprocess.run(["git", *cmd], cwd=project, check=True)
+
+
 def build_args(framework: str, wheelhouse: Path) -> list[str]:
-    """Build the project's own Dockerfile on the stand-in base, offline."""
+    """Build the project's own Dockerfile on the stand-in base, offline; gen finds the
+    stand-in's Python itself."""
     return [
         "--base-image",
         STANDIN_BASE,
@@ -117,9 +154,44 @@ def build_args(framework: str, wheelhouse: Path) -> list[str]:
         str(wheelhouse),
         "--build-arg",
         f"FRAMEWORK={PINS[framework]}",
-        # The stand-in's interpreter, where the catalogue's base would have its own.
+    ]
+
+
+# A dependency image in seconds: two small wheels instead of a framework.
+SMALL_PIN = "six"
+SMALL_REQUIREMENTS = "pyyaml\n"
+
+
+@pytest.fixture(scope="session")
+def small_wheelhouse(
+    wheelhouses: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """six, pyyaml and packaging, plus links to the torch and mindspore wheels, which
+    nothing a small build asks for needs: they must never be sent."""
+    dest = tmp_path_factory.mktemp("small-wheelhouse")
+    for source in [*wheelhouses["mindspore"].glob("*.whl"), *wheelhouses["pytorch"].glob("*.whl")]:
+        wanted = source.name.split("-")[0] in ("six", "pyyaml", "packaging", "torch", "mindspore")
+        if wanted and not (dest / source.name).exists():
+            (dest / source.name).symlink_to(source)
+    return dest
+
+
+def small_project(options: Options, dest: Path) -> Path:
+    """A committed project whose image needs only the small wheelhouse."""
+    project = committed_project(options, dest)
+    (project / "requirements.txt").write_text(SMALL_REQUIREMENTS)
+    commit_all(project, "small requirements")
+    return project
+
+
+def small_build_args(wheelhouse: Path) -> list[str]:
+    return [
+        "--base-image",
+        STANDIN_BASE,
+        "--wheelhouse",
+        str(wheelhouse),
         "--build-arg",
-        f"PYTHON={STANDIN_PYTHON}",
+        f"FRAMEWORK={SMALL_PIN}",
     ]
 
 

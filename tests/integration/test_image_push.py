@@ -1,4 +1,5 @@
-"""`gen image push` to a real registry on 127.0.0.1: one image built, pushed, pulled back."""
+"""`gen image push` to a real registry on 127.0.0.1: one image built, pushed, pulled back,
+and the reference recorded for the commands that use it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from generator import engine
 from generator.options import Options
-from tests.integration.conftest import build_args, committed_project, gen
+from tests.integration.conftest import gen, small_build_args, small_project
 from tests.integration.gitservers import free_port
 from tests.integration.registry import LocalRegistry
 
@@ -18,18 +19,20 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def _committed_project(tmp_path: Path) -> Path:
-    return committed_project(Options("pushimg", framework="pytorch", target="cuda"), tmp_path)
+    # The small dependency image: pushing a framework's gigabyte tests nothing more.
+    return small_project(Options("pushimg", framework="pytorch", target="cuda"), tmp_path)
 
 
 def test_push_then_pull_back_by_digest(
     tmp_path: Path,
     docker_engine: engine.Engine,
-    wheelhouses: dict[str, Path],
+    small_wheelhouse: Path,
     created: None,
     registry: LocalRegistry,
 ) -> None:
     project = _committed_project(tmp_path)
     namespace = f"{registry.host}/team"
+    record = project / "logs" / "image-cuda.pushed"
 
     def push(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         result = gen("image", "push", "--target", "cuda", *args, cwd=project, env=env)
@@ -57,7 +60,7 @@ def test_push_then_pull_back_by_digest(
         "build",
         "--target",
         "cuda",
-        *build_args("pytorch", wheelhouses["pytorch"]),
+        *small_build_args(small_wheelhouse),
         cwd=project,
     )
     assert built.returncode == 0, built.stderr[-3000:]
@@ -77,8 +80,9 @@ def test_push_then_pull_back_by_digest(
     result = push("--registry", nowhere, env=registry.login)
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: the registry {nowhere.split('/')[0]} does not answer")
-    # Failed pushes leave no registry tag behind.
+    # Failed pushes leave no registry tag behind, and record nothing.
     assert docker_engine.image(f"{repository}:{tag_part}") is None
+    assert not record.exists()
 
     result = push("--registry", namespace, env=registry.login)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -88,11 +92,15 @@ def test_push_then_pull_back_by_digest(
     )
     assert match, result.stdout[-2000:]
     assert "Pushed" in result.stdout
+    # What gen job render takes as its default --image: the reference printed, one line.
+    assert record.read_text() == f"{repository}:{tag_part}\n"
+    assert f"recorded in {record}" in result.stdout
+    assert not [p for p in record.parent.iterdir() if p.name.startswith(".")]
 
     # Gone from the host, back by digest: the very same image.
     original = docker_engine.image(local_tag)
     assert original is not None
-    docker_engine.remove_image(original.id)
+    docker_engine.remove_images({original.id})
     assert docker_engine.image(local_tag) is None
     auth = {"username": registry.user, "password": registry.password}
     pulled = docker_engine.pull(

@@ -11,10 +11,10 @@ from generator import engine
 from generator.options import Options
 from tests.integration.conftest import (
     STANDIN_BASE,
-    STANDIN_PYTHON,
     build_args,
     committed_project,
     gen,
+    share,
 )
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -30,6 +30,7 @@ def test_build_then_smoke(
     tmp_path: Path,
     docker_engine: engine.Engine,
     wheelhouses: dict[str, Path],
+    shared_images: set[str],
     created: None,
     framework: str,
     target: str,
@@ -44,6 +45,7 @@ def test_build_then_smoke(
         cwd=project,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    share(docker_engine, shared_images, result.stdout)
     commit = subprocess.run(
         ["git", "rev-parse", "--short=12", "HEAD"],
         cwd=project,
@@ -105,8 +107,6 @@ def test_errors_are_one_clear_message(
         str(wheels),
         "--build-arg",
         "FRAMEWORK=torch==0.0.1",
-        "--build-arg",
-        f"PYTHON={STANDIN_PYTHON}",
         cwd=project,
     )
     assert result.returncode == 1
@@ -146,7 +146,11 @@ def test_errors_are_one_clear_message(
 
 
 def test_smoke_failure_and_timeout_leave_nothing_running(
-    tmp_path: Path, docker_engine: engine.Engine, wheelhouses: dict[str, Path], created: None
+    tmp_path: Path,
+    docker_engine: engine.Engine,
+    wheelhouses: dict[str, Path],
+    shared_images: set[str],
+    created: None,
 ) -> None:
     project = _project(tmp_path, "pytorch", target="cuda")
     train = project / "train.py"
@@ -159,17 +163,16 @@ def test_smoke_failure_and_timeout_leave_nothing_running(
         check=True,
         env={"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"},
     )
-    assert (
-        gen(
-            "image",
-            "build",
-            "--target",
-            "cuda",
-            *build_args("pytorch", wheelhouses["pytorch"]),
-            cwd=project,
-        ).returncode
-        == 0
+    built = gen(
+        "image",
+        "build",
+        "--target",
+        "cuda",
+        *build_args("pytorch", wheelhouses["pytorch"]),
+        cwd=project,
     )
+    assert built.returncode == 0, built.stderr[-3000:]
+    share(docker_engine, shared_images, built.stdout)
     before = docker_engine.container_ids()
 
     result = gen("image", "smoke", "--target", "cuda", cwd=project)

@@ -1,5 +1,6 @@
-"""The build context stays small however much data sits in the project, and
-`gen image build --dry-run` shows the Dockerfile and build args without an engine."""
+"""The build contexts stay small however much data sits in the project: the code build
+gets the code alone, the dependency build requirements.txt and the wheels it needs; and
+`gen image build --dry-run` shows both steps without an engine."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from generator.engine import build_context
+from generator.image.context import code_files, deps_files, pack
 from tests.conftest import RenderProject
 
 GB = 1 << 30
@@ -20,36 +21,49 @@ def _sparse(path: Path, size: int) -> None:
         handle.truncate(size)
 
 
-def test_context_stays_under_a_megabyte_with_a_gigabyte_of_data(
+def test_code_context_stays_under_a_megabyte_with_gigabytes_of_data_and_wheels(
     render_project: RenderProject,
 ) -> None:
     project = render_project(target="both")
     _sparse(project / "data" / "train" / "huge.bin", GB)
     _sparse(project / "output" / "lenet_epoch9.pt", GB // 4)
     _sparse(project / "logs" / "rank_0" / "train.log", GB // 4)
+    _sparse(project / "wheelhouse" / "torch-2.0-cp311-cp311-linux_x86_64.whl", GB)
     (project / "src" / "__pycache__").mkdir()
     (project / "src" / "__pycache__" / "x.pyc").write_bytes(b"0" * 1000)
-    context = build_context(project, "Dockerfile.cuda", {})
-    size = context.seek(0, 2)
-    context.seek(0)
-    assert size < 1_000_000
-    names = tarfile.open(fileobj=context).getnames()
-    assert "train.py" in names and "src/model.py" in names and "Dockerfile.cuda" in names
-    assert not [n for n in names if n.startswith(("data", "output", "logs")) or "pycache" in n]
+    context = pack("FROM scratch\n", code_files(project))
+    assert context.size < 1_000_000
+    names = tarfile.open(fileobj=context.fileobj).getnames()
+    assert names[0] == context.dockerfile == "Dockerfile"
+    assert "train.py" in names and "src/model.py" in names and "scripts/run_8p.sh" in names
+    assert not [
+        n
+        for n in names
+        if n.startswith(("data", "output", "logs", "wheelhouse", "Dockerfile.")) or "pycache" in n
+    ]
 
 
-def test_wheelhouse_joins_the_context_under_its_name(
+def test_dependency_context_holds_the_requirements_and_the_wheels_given(
     render_project: RenderProject, tmp_path: Path
 ) -> None:
     project = render_project(target="cuda")
     wheels = tmp_path / "elsewhere"
     wheels.mkdir()
     (wheels / "torch-0-py3-none-any.whl").write_bytes(b"wheel")
-    names = tarfile.open(fileobj=build_context(project, "Dockerfile.cuda", {"wheelhouse": wheels}))
-    assert "wheelhouse/torch-0-py3-none-any.whl" in names.getnames()
+    (wheels / "numpy-0-py3-none-any.whl").write_bytes(b"wheel")
+    link = tmp_path / "link-to-torch.whl"
+    link.symlink_to(wheels / "torch-0-py3-none-any.whl")
+    files = deps_files(project / "requirements.txt", (link,))
+    archive = tarfile.open(fileobj=pack("FROM scratch\n", files).fileobj)
+    assert archive.getnames() == ["Dockerfile", "requirements.txt", "wheelhouse/link-to-torch.whl"]
+    # A link in a wheelhouse sends the wheel itself.
+    member = archive.getmember("wheelhouse/link-to-torch.whl")
+    assert member.isfile() and archive.extractfile(member).read() == b"wheel"
 
 
-def test_dry_run_needs_no_engine(render_project: RenderProject, tmp_path: Path) -> None:
+def test_dry_run_shows_both_steps_without_an_engine(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
     project = render_project(framework="mindspore", target="ascend")
     result = subprocess.run(
         [
@@ -72,7 +86,17 @@ def test_dry_run_needs_no_engine(render_project: RenderProject, tmp_path: Path) 
         env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock", "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("# Training image for demo: MindSpore on Ascend NPUs.")
-    assert "# build arg: FRAMEWORK=mindspore==2.10.0" in result.stdout
-    assert "# build arg: PIP_INDEX_URL=https://mirror/simple" in result.stdout
-    assert "# tag: demo:ascend-local" in result.stdout
+    out = result.stdout
+    assert out.startswith("# step 1 of 2: dependency image (key unknown)\n")
+    assert "# dependency key: unknown: it hashes the base image's id, and no Docker engine" in out
+    assert "# python: python3.10 3.10 (catalogue entry cann8.1.rc1-910b-ubuntu22.04)" in out
+    deps, code = out.split(
+        "# step 2 of 2: code image demo:ascend-local, FROM the dependency image\n"
+    )
+    assert "# build arg: FRAMEWORK=mindspore==2.10.0" in deps
+    assert "# build arg: PIP_INDEX_URL=https://mirror/simple" in deps
+    assert "# Training image for demo: MindSpore on Ascend NPUs." in deps
+    assert "FROM python AS runtime" in deps and "COPY --chown" not in deps
+    assert code.startswith("# build arg: REVISION=unknown\n# build arg: SOURCE=unknown\n")
+    assert "FROM <dependency image>\n" in code and "rank_table_8p.json ./" in code
+    assert not (project / "logs").exists()

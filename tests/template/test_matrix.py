@@ -20,8 +20,8 @@ import yaml
 
 from generator import ranktable
 from generator.options import (
-    AVAILABLE_FRAMEWORKS,
     DEVICES_PER_NODE,
+    FRAMEWORKS,
     MS_TRAIN_LOOPS,
     PLATFORMS,
     TARGETS,
@@ -33,9 +33,7 @@ BIN = Path(sys.executable).parent
 COMBINATIONS = [
     Options(f"p{i}", framework, target, platform, devices, nnodes, loop)
     for i, (framework, target, platform, devices, nnodes, loop) in enumerate(
-        itertools.product(
-            AVAILABLE_FRAMEWORKS, TARGETS, PLATFORMS, DEVICES_PER_NODE, (1, 2), MS_TRAIN_LOOPS
-        )
+        itertools.product(FRAMEWORKS, TARGETS, PLATFORMS, DEVICES_PER_NODE, (1, 2), MS_TRAIN_LOOPS)
     )
     # The loop option means nothing to PyTorch projects: render them once.
     if framework == "mindspore" or loop == MS_TRAIN_LOOPS[0]

@@ -21,7 +21,6 @@ def catalog() -> cat.Catalog:
 
 
 def test_default_location_is_the_template_images_dir(catalog: cat.Catalog) -> None:
-    assert catalog.source == SHIPPED
     assert cat.load(SHIPPED.parent) == cat.load(SHIPPED) == catalog
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import GenError, OptionError
-from generator.gitpush import Credentials, check_remote, credentials_from_env
-from generator.image import registry_auth, registry_target
+from generator.gitremote import Credentials, check_remote, credentials_from_env
+from generator.image.push import registry_auth, registry_target
 from generator.options import Options
 
 TOKEN = "0123456789abcdef" * 2 + "01234567"

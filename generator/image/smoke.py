@@ -1,18 +1,24 @@
-"""What an image smoke test runs inside the container, and how its result is judged."""
+"""`gen image smoke` as a library call: what runs in the container, and how it is judged."""
 
 from __future__ import annotations
 
 import shlex
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.engine import Accelerators, Engine, Lines
+from generator import engine as engines
+from generator.accelerators import detect
+from generator.engine import Engine, Lines
 from generator.errors import ContainerFailed
+from generator.image.plan import check_target, default_tag
+from generator.project import read_record
 
 OUTPUT_IN_CONTAINER = "/output"
 RECORD_FILES = ("hparams.json", "metrics.jsonl", "artifacts.json")
 CHECKPOINT_GLOBS = ("*.pt", "*.ckpt")
+TAIL_LINES = 20
 
 # First an environment report, so a failure shows what the image holds and sees.
 REPORT = {
@@ -41,10 +47,8 @@ for target in ("Ascend", "GPU"):
 
 @dataclass(frozen=True)
 class SmokeResult:
-    """A passed smoke test: where it ran, what the report said and what it wrote."""
+    """A passed smoke test: what the report said and what it wrote where."""
 
-    tag: str
-    accelerators: str
     report: list[str]
     outputs: list[str]
     output_dir: Path
@@ -64,36 +68,45 @@ def missing_outputs(output_dir: Path) -> list[str]:
     return missing
 
 
-def run_smoke(
-    engine: Engine,
-    tag: str,
-    framework: str,
-    output_dir: Path,
+def smoke_image(
+    project_dir: Path,
+    target: str,
     *,
+    tag: str | None = None,
     timeout_s: float,
     on_line: Lines,
-    accelerators: Accelerators | None = None,
+    on_status: Lines,
+    dev: Path = Path("/dev"),
+    connect: Callable[[], Engine] = engines.connect,
 ) -> SmokeResult:
-    """Run the smoke test in ``tag``; raise ContainerFailed unless it trains and writes
-    a checkpoint and the run record."""
+    """Run the smoke test in the project's image for ``target``; raise ContainerFailed
+    unless it trains and writes a checkpoint and the run record.
+
+    GPUs or the NPUs under ``dev`` are passed in when the host has them.
+    """
+    project_dir = project_dir.resolve()
+    options = read_record(project_dir)
+    check_target(options, target)
+    tag = tag or default_tag(options, target, project_dir)
+    engine = connect()
     image = engine.require_image(tag, "build it first with gen image build")
-    seen = accelerators or engine.accelerators()
+    accelerators = detect(engine.runtimes(), dev)
+    on_status(f"smoke-testing {tag}: {accelerators.describe()}")
+    output_dir = project_dir / "output" / f"smoke-{target}"
     if output_dir.exists():
         shutil.rmtree(output_dir)
     output_dir.mkdir(parents=True)
     # The image runs as a non-root user whose uid the host does not know.
     output_dir.chmod(0o777)
-    result = engine.run(
+    spec = accelerators.container(
         tag,
-        command(framework),
-        timeout_s=timeout_s,
-        on_line=on_line,
+        command(options.framework),
         volumes={str(output_dir): OUTPUT_IN_CONTAINER},
-        accelerators=seen,
         # Never as root, even for an image that forgot its USER line.
         user="1000:1000" if image.runs_as_root else None,
     )
-    tail = result.log[-20:]
+    result = engine.run(spec, timeout_s=timeout_s, on_line=on_line)
+    tail = result.log[-TAIL_LINES:]
     if result.exit_code != 0:
         raise ContainerFailed(
             f"smoke test failed in {tag}: exit code {result.exit_code}", result.exit_code, tail
@@ -103,10 +116,5 @@ def run_smoke(
         raise ContainerFailed(
             f"smoke test in {tag} exited 0 but did not write {', '.join(missing)}", 0, tail
         )
-    return SmokeResult(
-        tag=tag,
-        accelerators=seen.describe(),
-        report=[line for line in result.log if line.startswith("env: ")],
-        outputs=sorted(p.name for p in output_dir.iterdir()),
-        output_dir=output_dir,
-    )
+    report = [line for line in result.log if line.startswith("env: ")]
+    return SmokeResult(report, sorted(p.name for p in output_dir.iterdir()), output_dir)

@@ -1,0 +1,1 @@
+"""The project's images: plan, build (dependency image, then code), smoke-test, push."""

@@ -1,0 +1,87 @@
+"""The Dockerfiles come from one template (templates/Dockerfile.j2) and are compared whole
+with golden files: each target and framework, and the last stage gen builds apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.image.dockerfile import instructions, split
+from generator.project import template_dir
+from tests.conftest import RenderProject
+
+FRAMEWORKS = ("pytorch", "mindspore")
+TARGETS = ("cuda", "ascend")
+GOLDEN_CASES = [
+    *(f"{framework}-{target}.Dockerfile" for framework in FRAMEWORKS for target in TARGETS),
+    *(f"code-{framework}-{target}.Dockerfile" for framework in FRAMEWORKS for target in TARGETS),
+]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from generator.options import Options
+    from generator.project import render
+
+    return {
+        fw: render(Options("demo", framework=fw, target="both"), tmp_path_factory.mktemp(fw))
+        for fw in FRAMEWORKS
+    }
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_rendered_dockerfile_matches_its_golden_file(
+    rendered: dict[str, Path], golden: object, framework: str, target: str
+) -> None:
+    text = (rendered[framework] / f"Dockerfile.{target}").read_text()
+    golden.check(f"{framework}-{target}.Dockerfile", text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_last_stage_gen_builds_apart_matches_its_golden_file(
+    rendered: dict[str, Path], golden: object, framework: str, target: str
+) -> None:
+    parts = split(
+        f"Dockerfile.{target}", (rendered[framework] / f"Dockerfile.{target}").read_text()
+    )
+    assert parts.runtime_stage == "runtime"
+    # The dependency part installs; the code part only copies code and labels it.
+    assert {i.keyword for i in instructions(parts.body)} == {"ARG", "COPY", "LABEL"}
+    assert "pip install" in parts.deps and "COPY --chown" not in parts.deps
+    golden.check(  # type: ignore[attr-defined]
+        f"code-{framework}-{target}.Dockerfile", parts.code("train-template/deps:0123456789abcdef")
+    )
+
+
+def test_both_dockerfiles_are_one_template_that_never_reaches_a_project(
+    rendered: dict[str, Path], render_project: RenderProject
+) -> None:
+    template = template_dir()
+    for target in TARGETS:
+        text = (template / "{{cookiecutter.project}}" / f"Dockerfile.{target}").read_text()
+        assert text == f"{{% set target = '{target}' %}}{{% include 'Dockerfile.j2' -%}}\n"
+    for project in rendered.values():
+        assert not list(project.rglob("*.j2")) and not (project / "templates").exists()
+    # What a project is generated for besides the target changes no Dockerfile.
+    for framework, both in rendered.items():
+        for target in TARGETS:
+            only = render_project(f"demo-{framework}-{target}", framework=framework, target=target)
+            other = render_project(
+                f"other-{framework}-{target}",
+                framework=framework,
+                target=target,
+                platform="modelarts",
+                devices_per_node=2,
+                nnodes=4,
+                ms_train_loop="custom",
+            )
+            expected = (both / f"Dockerfile.{target}").read_text()
+            assert (only / f"Dockerfile.{target}").read_text().replace(
+                only.name, "demo"
+            ) == expected
+            assert (other / f"Dockerfile.{target}").read_text().replace(
+                other.name, "demo"
+            ) == expected

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,3 +58,17 @@ def render_project(tmp_path: Path) -> RenderProject:
         return render(Options(project=project, **options), tmp_path)  # type: ignore[arg-type]
 
     return _render
+
+
+def gen(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real `gen` command, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )

@@ -113,20 +113,6 @@ def created(docker_engine: engine.Engine, shared_images: set[str]) -> Iterator[N
     assert not stuck, f"images the test could not remove: {stuck}"
 
 
-def gen(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The real `gen` command, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "generator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def committed_project(options: Options, dest: Path) -> Path:
     """A generated project in a git repository with one commit, as users build it:
     the image tag and labels carry the commit."""
@@ -147,14 +133,7 @@ def commit_all(project: Path, message: str) -> None:
 def build_args(framework: str, wheelhouse: Path) -> list[str]:
     """Build the project's own Dockerfile on the stand-in base, offline; gen finds the
     stand-in's Python itself."""
-    return [
-        "--base-image",
-        STANDIN_BASE,
-        "--wheelhouse",
-        str(wheelhouse),
-        "--build-arg",
-        f"FRAMEWORK={PINS[framework]}",
-    ]
+    return small_build_args(wheelhouse, PINS[framework])
 
 
 # A dependency image in seconds: two small wheels instead of a framework.
@@ -184,14 +163,15 @@ def small_project(options: Options, dest: Path) -> Path:
     return project
 
 
-def small_build_args(wheelhouse: Path) -> list[str]:
+def small_build_args(wheelhouse: Path, pin: str = SMALL_PIN) -> list[str]:
+    """Build on the stand-in base, offline, with ``pin`` as the framework."""
     return [
         "--base-image",
         STANDIN_BASE,
         "--wheelhouse",
         str(wheelhouse),
         "--build-arg",
-        f"FRAMEWORK={SMALL_PIN}",
+        f"FRAMEWORK={pin}",
     ]
 
 

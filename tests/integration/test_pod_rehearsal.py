@@ -7,7 +7,6 @@ Volcano job on Ascend (the rank table at /user/serverid/devindex/config/hccl.jso
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -90,35 +89,44 @@ def pods(project: Path, tmp_path: Path) -> list[Path]:
     return [Path(shutil.copytree(project, tmp_path / f"pod{i}" / "app")) for i in (0, 1)]
 
 
+def start_pods(
+    hosts: Hosts, project: Path, tmp_path: Path, docs: list[dict], injected, *args: str
+) -> list[subprocess.Popen[str]]:
+    """Each pod's command on its host, with what ``injected(node, port)`` says the operator
+    gives node; ARGS go to train.py. The manifest's rank table goes beside each pod."""
+    port = free_port()
+    config = [doc for doc in docs if doc["kind"] == "ConfigMap"]
+    procs = []
+    for node, (container, pod) in enumerate(
+        zip(containers(docs), pods(project, tmp_path), strict=True)
+    ):
+        if config:  # the ConfigMap's hccl.json: every pod sees the same file
+            (pod.parent / "hccl.json").write_text(config[0]["data"]["hccl.json"])
+        variables = pod_env(container, pod, hosts.addresses[node], injected(node, port))
+        procs.append(hosts.start(node, [*command(container, pod), "--", *args], None, **variables))
+    return procs
+
+
+def assert_both_finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+    results = finish(procs, 300)
+    assert [code for code, _, _ in results] == [0, 0], [
+        out[-2000:] + err[-2000:] for _, out, err in results
+    ]
+    return results
+
+
 @pytest.mark.slow
 def test_pytorchjob_pods_train_together(hosts: Hosts, tmp_path: Path) -> None:
     project = render(Options("demo", devices_per_node=1, nnodes=2, platform="generic"), tmp_path)
-    master, worker = containers(manifest(project, "pytorchjob"))
-    assert (master["name"], worker["name"]) == ("pytorch", "pytorch")
-    port = free_port()
-    procs = []
-    for rank, (container, pod) in enumerate(
-        zip((master, worker), pods(project, tmp_path), strict=True)
-    ):
-        injected = {
-            "PET_NNODES": "2",
-            "PET_NPROC_PER_NODE": "1",
-            "PET_NODE_RANK": str(rank),
-            "PET_MASTER_ADDR": hosts.addresses[0],
-            "PET_MASTER_PORT": port,
-            "MASTER_ADDR": hosts.addresses[0],
-            "MASTER_PORT": port,
-            "WORLD_SIZE": "2",
-            "RANK": str(rank),
-        }
-        variables = pod_env(container, pod, hosts.addresses[rank], injected)
-        procs.append(
-            hosts.start(
-                rank, [*command(container, pod), "--", "--epoch_size", "1"], None, **variables
-            )
-        )
-    results = finish(procs, 300)
-    assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
+    docs = manifest(project, "pytorchjob")
+    assert [c["name"] for c in containers(docs)] == ["pytorch", "pytorch"]
+
+    def injected(node: int, port: str) -> dict[str, str]:
+        pet = {"NNODES": "2", "NPROC_PER_NODE": "1", "NODE_RANK": str(node)}
+        pet |= {"MASTER_ADDR": hosts.addresses[0], "MASTER_PORT": port}
+        return {f"PET_{k}": v for k, v in pet.items()} | {"WORLD_SIZE": "2", "RANK": str(node)}
+
+    assert_both_finish(start_pods(hosts, project, tmp_path, docs, injected, "--epoch_size", "1"))
     assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.pt").is_file()
     assert not list((tmp_path / "pod1" / "app" / "output").glob("*.pt")), "rank 1 saves nothing"
 
@@ -127,60 +135,35 @@ def test_pytorchjob_pods_train_together(hosts: Hosts, tmp_path: Path) -> None:
 def test_ascendjob_mindspore_pods_train_together(hosts: Hosts, tmp_path: Path) -> None:
     options = Options("demo", "mindspore", "ascend", "generic", devices_per_node=1, nnodes=2)
     project = render(options, tmp_path)
-    scheduler, worker = containers(manifest(project, "ascendjob"))
-    assert scheduler["name"] == worker["name"] == "ascend"
-    port = free_port()
-    procs = []
-    for node, (container, pod) in enumerate(
-        zip((scheduler, worker), pods(project, tmp_path), strict=True)
-    ):
+    docs = manifest(project, "ascendjob")
+    assert [c["name"] for c in containers(docs)] == ["ascend", "ascend"]
+
+    def injected(node: int, port: str) -> dict[str, str]:
         # The scheduler's pod holds devices too (node 0); its MS_SCHED_HOST is its own address.
-        injected = {
-            "MS_WORKER_NUM": "2",
-            "MS_LOCAL_WORKER": "1",
-            "MS_NODE_RANK": str(node),
-            "MS_SCHED_HOST": hosts.addresses[0],
-            "MS_SCHED_PORT": port,
-            "MS_ROLE": "MS_SCHED" if node == 0 else "MS_WORKER",
-        }
-        variables = pod_env(container, pod, hosts.addresses[node], injected)
-        args = ["--", "--epoch_size", "1", "--device_target", "cpu"]
-        procs.append(hosts.start(node, [*command(container, pod), *args], None, **variables))
-    results = finish(procs, 300)
-    assert [code for code, _, _ in results] == [0, 0], [
-        out[-2000:] + err[-2000:] for _, out, err in results
-    ]
+        role = "MS_SCHED" if node == 0 else "MS_WORKER"
+        sched = {"MS_SCHED_HOST": hosts.addresses[0], "MS_SCHED_PORT": port, "MS_ROLE": role}
+        return {"MS_WORKER_NUM": "2", "MS_LOCAL_WORKER": "1", "MS_NODE_RANK": str(node)} | sched
+
+    args = ("--epoch_size", "1", "--device_target", "cpu")
+    assert_both_finish(start_pods(hosts, project, tmp_path, docs, injected, *args))
     assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.ckpt").is_file()
 
 
-def _volcano_pods(hosts: Hosts, tmp_path: Path, join_timeout: str) -> tuple[list, Path]:
-    project = render(
-        Options("demo", target="ascend", devices_per_node=1, nnodes=2, platform="generic"), tmp_path
-    )
+def _volcano_pods(hosts: Hosts, tmp_path: Path, join_timeout: str) -> list:
+    options = Options("demo", target="ascend", devices_per_node=1, nnodes=2, platform="generic")
+    project = render(options, tmp_path)
     docs = manifest(project, "volcano", "--join-timeout", join_timeout)
     config = next(doc for doc in docs if doc["kind"] == "ConfigMap")
     assert json.loads(config["data"]["hccl.json"]) == {"status": "initializing"}
-    port = free_port()
-    procs = []
-    for node, (container, pod) in enumerate(
-        zip(containers(docs), pods(project, tmp_path), strict=True)
-    ):
-        assert container["env"][-1] == {"name": "RANK_TABLE_FILE", "value": TABLE}
-        # The table is the ConfigMap's: every pod sees the same file.
-        (pod.parent / "hccl.json").write_text(config["data"]["hccl.json"])
-        injected = {
-            "MASTER_ADDR": hosts.addresses[0],
-            "MASTER_PORT": port,
-            "WORLD_SIZE": "2",
-            "RANK": str(node),
-        }
-        variables = pod_env(container, pod, hosts.addresses[node], injected)
-        procs.append(
-            hosts.start(
-                node, [*command(container, pod), "--", "--epoch_size", "1"], None, **variables
-            )
-        )
-    return procs, project
+    assert all(
+        c["env"][-1] == {"name": "RANK_TABLE_FILE", "value": TABLE} for c in containers(docs)
+    )
+
+    def injected(node: int, port: str) -> dict[str, str]:  # Volcano's pytorch plugin
+        master = {"MASTER_ADDR": hosts.addresses[0], "MASTER_PORT": port}
+        return master | {"WORLD_SIZE": "2", "RANK": str(node)}
+
+    return start_pods(hosts, project, tmp_path, docs, injected, "--epoch_size", "1")
 
 
 @pytest.mark.slow
@@ -194,9 +177,7 @@ def test_volcano_ascend_pods_wait_for_the_rank_table(hosts: Hosts, tmp_path: Pat
             (tmp_path / f"pod{node}" / "hccl.json").write_text(table)
 
     threading.Timer(4.0, complete).start()
-    procs, _ = _volcano_pods(hosts, tmp_path, "60")
-    results = finish(procs, 300)
-    assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
+    results = assert_both_finish(_volcano_pods(hosts, tmp_path, "60"))
     assert "status initializing" in results[0][2], "the pod said what it waited for"
     assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.pt").is_file()
 
@@ -205,12 +186,10 @@ def test_a_rank_table_that_never_completes_fails_within_the_join_timeout(
     hosts: Hosts, tmp_path: Path
 ) -> None:
     began = time.monotonic()
-    procs, project = _volcano_pods(hosts, tmp_path, "5")
-    results = finish(procs, 120)
+    results = finish(_volcano_pods(hosts, tmp_path, "5"), 120)
     assert time.monotonic() - began < 40
     for code, _, stderr in results:
         assert code == 1
         errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1 and "still says initializing after 5 s" in errors[0], stderr
     assert_all_gone(str(tmp_path / "pod0"))
-    assert os.path.isdir(project)

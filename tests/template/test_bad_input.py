@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from generator.project import template_dir
+from tests.conftest import gen
 
 BAD_PROJECTS = [
     "a b",
@@ -26,16 +27,6 @@ BAD_PROJECTS = [
     "名字",
     "a/b",
 ]
-
-
-def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def cookiecutter(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

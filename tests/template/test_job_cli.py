@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import RenderProject
+from tests.conftest import RenderProject, gen
 from tests.golden import Golden
 from tests.k8s_schema import problems
-from tests.template.test_bad_input import gen
 
 IMAGE = "registry.example.com/team/demo:cuda-0123abcdef01"
 ASCEND_IMAGE = "registry.example.com/team/demo:ascend-0123abcdef01"

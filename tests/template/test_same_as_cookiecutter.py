@@ -11,26 +11,19 @@ from pathlib import Path
 import pytest
 from cookiecutter.main import cookiecutter
 
-from generator.options import (
-    CHIPS,
-    DEVICES_PER_NODE,
-    FRAMEWORKS,
-    MS_TRAIN_LOOPS,
-    PLATFORMS,
-    TARGETS,
-    Options,
-)
+from generator import options
+from generator.options import Options
 from generator.project import render, template_dir
 
 SAMPLES = [
     Options(f"same{i}", framework, target, platform, devices, nnodes, loop, chip)
     for i, ((framework, target, platform), devices, nnodes, loop, chip) in enumerate(
         zip(
-            itertools.product(FRAMEWORKS, TARGETS, PLATFORMS),
-            itertools.cycle(DEVICES_PER_NODE),
+            itertools.product(options.FRAMEWORKS, options.TARGETS, options.PLATFORMS),
+            itertools.cycle(options.DEVICES_PER_NODE),
             itertools.cycle((1, 2, 3)),
-            itertools.cycle(MS_TRAIN_LOOPS),
-            itertools.cycle(CHIPS),
+            itertools.cycle(options.MS_TRAIN_LOOPS),
+            itertools.cycle(options.CHIPS),
         )
     )
 ]
@@ -44,14 +37,14 @@ def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
-@pytest.mark.parametrize("options", SAMPLES, ids=lambda o: "-".join(o.as_context().values()))
-def test_gen_new_is_plain_cookiecutter(options: Options, tmp_path: Path) -> None:
-    ours = render(options, tmp_path / "gen")
+@pytest.mark.parametrize("answers", SAMPLES, ids=lambda o: "-".join(o.as_context().values()))
+def test_gen_new_is_plain_cookiecutter(answers: Options, tmp_path: Path) -> None:
+    ours = render(answers, tmp_path / "gen")
     theirs = Path(
         cookiecutter(
             str(template_dir()),
             no_input=True,
-            extra_context=options.as_context(),
+            extra_context=answers.as_context(),
             output_dir=str(tmp_path / "cookiecutter"),
         )
     )

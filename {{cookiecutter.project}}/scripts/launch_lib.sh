@@ -5,6 +5,24 @@
 # shellcheck disable=SC2034,SC2154
 
 launcher_name=${0##*/}
+# The defaults chosen when the project was generated.
+default_devices={{ cookiecutter.devices_per_node | shell_quote }}
+default_nodes={{ cookiecutter.nnodes | shell_quote }}
+
+# job_defaults PORT: the options every multi-process launcher shares, from the environment
+# (NPROC_PER_NODE, NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT, JOIN_TIMEOUT, DATA_DIR ...).
+job_defaults() {
+    python=${PYTHON:-python3}
+    nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
+    node_rank=${NODE_RANK:-0} master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-$1}
+    join_timeout=${JOIN_TIMEOUT:-600} dry_run=false train_args=()
+    data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
+}
+
+# After the options: paths from the caller's directory, logs under the output by default.
+absolute_paths() {
+    data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+}
 
 # A bad command line: the reason, then the sourcing script's usage; exit 2.
 die_usage() {

@@ -28,20 +28,16 @@ options:
 USAGE
 }
 
-default_devices={{ cookiecutter.devices_per_node | shell_quote }}
-default_nodes={{ cookiecutter.nnodes | shell_quote }}
 project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-python=${PYTHON:-python3}
-rank_table=${RANK_TABLE_FILE:-{% if ms %}$project_root/rank_table_8p.json{% endif %}} node_rank=${NODE_RANK:-}
-nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
-master_addr=${MASTER_ADDR:-} master_port=${MASTER_PORT:-29500} join_timeout=${JOIN_TIMEOUT:-600}
-chip={{ cookiecutter.chip | shell_quote }} wait_table=false dry_run=false log_by=rank bind_cores=false
+job_defaults 29500
+# No node rank nor master by default: the table's entry for this host says them.
+node_rank=${NODE_RANK:-} master_addr=${MASTER_ADDR:-}
+rank_table=${RANK_TABLE_FILE:-{% if ms %}$project_root/rank_table_8p.json{% endif %}}
+chip={{ cookiecutter.chip | shell_quote }} wait_table=false log_by=rank bind_cores=false
 stop_timeout=${RANK_STOP_TIMEOUT:-10}
-data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
-train_args=()
 value_options="--rank-table --node-rank --nproc --nnodes --master-addr --master-port --join-timeout --chip --data --output --log-dir --log-by"
 flag_options="--wait-table --bind-cores --dry-run"
 parse_options "$@"
@@ -52,7 +48,7 @@ if [[ -n $rank_table ]] && is_index "$node_rank"; then nnodes=$((node_rank + 1))
 check_job_options
 [[ $log_by == rank || $log_by == device ]] || die_usage "--log-by must be rank or device, not '$log_by'"
 is_index "$stop_timeout" || die_usage "RANK_STOP_TIMEOUT must be whole seconds, not '$stop_timeout'"
-data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+absolute_paths
 rank_table=$(absolute "$rank_table")
 
 # This node's ranks, from the table (or counted without one): rank_size, ranks, devices.

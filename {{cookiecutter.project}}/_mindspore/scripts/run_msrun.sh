@@ -31,19 +31,12 @@ With several nodes the interface that routes to --master-addr carries the job.
 USAGE
 }
 
-default_devices={{ cookiecutter.devices_per_node | shell_quote }}
-default_nodes={{ cookiecutter.nnodes | shell_quote }}
 project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-python=${PYTHON:-python3}
-nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes} node_rank=${NODE_RANK:-0}
-master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-8118} worker_num=''
-join_timeout=${JOIN_TIMEOUT:-600}
-data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
-dry_run=false
-train_args=()
+job_defaults 8118
+worker_num=''
 value_options="--nproc --nnodes --worker-num --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
 flag_options="--dry-run"
 parse_options "$@"
@@ -54,7 +47,7 @@ first_rank=$((node_rank * nproc))
 if [[ $((first_rank + nproc)) -gt $worker_num ]]; then
     die_usage "--node-rank $node_rank with --nproc $nproc needs ranks up to $((first_rank + nproc - 1)), but the job has $worker_num workers"
 fi
-data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+absolute_paths
 shim_dir=$log_dir/.msrun_python
 # msrun as a file: its console script next to the interpreter, else the first on PATH;
 # run with "$python", so that this interpreter's MindSpore is the one imported.

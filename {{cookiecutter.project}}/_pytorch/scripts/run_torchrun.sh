@@ -30,24 +30,16 @@ torchrun stops the others and this script names the rank and its log.
 USAGE
 }
 
-default_devices={{ cookiecutter.devices_per_node | shell_quote }}
-default_nodes={{ cookiecutter.nnodes | shell_quote }}
 project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-python=${PYTHON:-python3}
-nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes} node_rank=${NODE_RANK:-0}
-master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-29500}
-join_timeout=${JOIN_TIMEOUT:-600}
-data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
-dry_run=false
-train_args=()
+job_defaults 29500
 value_options="--nproc --nnodes --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
 flag_options="--dry-run"
 parse_options "$@"
 check_job_options
-data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+absolute_paths
 world_size=$((nnodes * nproc))
 cmd=("$python" -m torch.distributed.run
     --nnodes "$nnodes" --nproc_per_node "$nproc" --node_rank "$node_rank"

@@ -48,18 +48,33 @@ class RenderError(GenError):
     """Raised when cookiecutter fails to render the template (a hook or a Jinja error)."""
 
 
-class RankTableInvalid(GenError):
-    """Raised when a rank table (or what it is built from) breaks a rule; one problem a line."""
+class ManyProblems(GenError):
+    """Base of the errors that list several problems, one ``error:`` line each."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
-        self.problems = problems
+        self.problems = list(problems)
 
     def lines(self) -> list[str]:
         return list(self.problems)
 
 
-class CatalogError(GenError):
+class WithTail(GenError):
+    """Base of the errors that carry what a tool said (``tail``), shown indented after."""
+
+    def __init__(self, message: str, tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.tail = list(tail or [])
+
+    def details(self) -> list[str]:
+        return [f"  {line}" for line in self.tail]
+
+
+class RankTableInvalid(ManyProblems):
+    """Raised when a rank table (or what it is built from) breaks a rule; one problem a line."""
+
+
+class CatalogError(ManyProblems):
     """Raised when the base-image catalogue (images/) cannot be read or breaks a rule,
     or when no entry fits the requested target, framework, Python or version.
 
@@ -68,11 +83,7 @@ class CatalogError(GenError):
     """
 
     def __init__(self, *problems: str) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = list(problems)
-
-    def lines(self) -> list[str]:
-        return list(self.problems)
+        super().__init__(list(problems))
 
 
 class FileExists(GenError):
@@ -114,44 +125,27 @@ class ImageNotFound(GenError):
     """Raised when an image gen should use (to smoke-test or push) was never built."""
 
 
-class ContainerFailed(GenError):
+class ContainerFailed(WithTail):
     """Raised when a smoke-test container fails or times out: ``exit_code`` (None on a
     timeout) and the log ``tail`` say what happened."""
 
     def __init__(self, message: str, exit_code: int | None, tail: list[str]) -> None:
-        super().__init__(message)
-        self.exit_code_seen, self.tail = exit_code, tail
-
-    def details(self) -> list[str]:
-        return [f"  {line}" for line in self.tail]
+        super().__init__(message, tail)
+        self.exit_code_seen = exit_code
 
 
-class GitFailed(GenError):
+class GitFailed(WithTail):
     """Raised when git is missing or a local git command fails unexpectedly; ``tail`` is
     what git said (with any token masked)."""
-
-    def __init__(self, message: str, tail: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.tail = tail or []
-
-    def details(self) -> list[str]:
-        return [f"  {line}" for line in self.tail]
 
 
 class IdentityMissing(GenError):
     """Raised when gen push must commit and git has no author name or email configured."""
 
 
-class UnsafeFiles(GenError):
+class UnsafeFiles(ManyProblems):
     """Raised before a push when files that would be committed look like secrets, exceed
     the platform's size limit or are datasets/checkpoints; one ``path: why`` line a file."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
-
-    def lines(self) -> list[str]:
-        return list(self.problems)
 
     def details(self) -> list[str]:
         return [
@@ -160,16 +154,9 @@ class UnsafeFiles(GenError):
         ]
 
 
-class PushFailed(GenError):
+class PushFailed(WithTail):
     """Raised when a git or image push fails for a reason none of its subclasses names;
     ``tail`` is what the server or engine said, with secrets masked."""
-
-    def __init__(self, message: str, tail: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.tail = tail or []
-
-    def details(self) -> list[str]:
-        return [f"  {line}" for line in self.tail]
 
 
 class RemoteUnreachable(PushFailed):

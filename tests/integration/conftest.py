@@ -23,6 +23,7 @@ import pytest
 from generator import engine
 from generator.options import Options
 from generator.project import render
+from tests.conftest import gen
 from tests.integration.gitservers import GitDaemon, GitHttp, bare_repo
 from tests.integration.netns import Hosts, two_hosts
 from tests.integration.registry import LocalRegistry
@@ -128,6 +129,11 @@ def commit_all(project: Path, message: str) -> None:
         ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
     ):
         subprocess.run(["git", *cmd], cwd=project, check=True)
+
+
+def build_image(target: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`gen image build --target TARGET ARGS` in the project at cwd."""
+    return gen("image", "build", "--target", target, *args, cwd=cwd)
 
 
 def build_args(framework: str, wheelhouse: Path) -> list[str]:

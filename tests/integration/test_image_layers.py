@@ -18,10 +18,11 @@ from generator import engine
 from generator.accelerators import detect
 from generator.image.build import KEY_LABEL
 from generator.options import Options
+from tests.conftest import gen
 from tests.integration.conftest import (
     STANDIN_BASE,
+    build_image,
     commit_all,
-    gen,
     small_build_args,
     small_project,
 )
@@ -69,10 +70,7 @@ def test_code_edits_reuse_the_dependency_image_and_requirement_edits_rebuild_it(
     wheelhouse_mb = sum(p.stat().st_size for p in small_wheelhouse.iterdir()) / MB
     assert wheelhouse_mb > 900  # the torch and mindspore wheels, which nothing here needs
 
-    dry = gen(
-        "image",
-        "build",
-        "--target",
+    dry = build_image(
         "cuda",
         *small_build_args(small_wheelhouse),
         "--dry-run",
@@ -197,10 +195,7 @@ def test_a_base_without_python_stops_before_the_build(
     project = small_project(Options("nopy", target="cuda"), tmp_path)
     images, containers = docker_engine.image_ids(), docker_engine.container_ids()
 
-    result = gen(
-        "image",
-        "build",
-        "--target",
+    result = build_image(
         "cuda",
         *small_build_args(small_wheelhouse),
         "--base-image",

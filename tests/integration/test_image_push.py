@@ -11,7 +11,8 @@ import pytest
 
 from generator import engine
 from generator.options import Options
-from tests.integration.conftest import gen, small_build_args, small_project
+from tests.conftest import gen
+from tests.integration.conftest import build_image, small_build_args, small_project
 from tests.integration.gitservers import free_port
 from tests.integration.registry import LocalRegistry
 
@@ -55,10 +56,7 @@ def test_push_then_pull_back_by_digest(
     assert result.returncode == 1
     assert "build it first: gen image build --target cuda" in result.stderr
 
-    built = gen(
-        "image",
-        "build",
-        "--target",
+    built = build_image(
         "cuda",
         *small_build_args(small_wheelhouse),
         cwd=project,

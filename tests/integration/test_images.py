@@ -9,11 +9,12 @@ import pytest
 
 from generator import engine
 from generator.options import Options
+from tests.conftest import gen
 from tests.integration.conftest import (
     STANDIN_BASE,
     build_args,
+    build_image,
     committed_project,
-    gen,
     share,
 )
 
@@ -81,10 +82,7 @@ def test_errors_are_one_clear_message(
     wheels = wheelhouses["pytorch"]
 
     # Nothing can be pulled: a base that is not here is named, with what to do.
-    result = gen(
-        "image",
-        "build",
-        "--target",
+    result = build_image(
         "cuda",
         "--base-image",
         "nosuch/base:1",
@@ -96,10 +94,7 @@ def test_errors_are_one_clear_message(
     assert result.stderr.startswith("error: nosuch/base:1 is not on this host and cannot be pulled")
 
     # A failing step: the step, the log tail and the full log's path.
-    result = gen(
-        "image",
-        "build",
-        "--target",
+    result = build_image(
         "cuda",
         "--base-image",
         STANDIN_BASE,
@@ -133,10 +128,7 @@ def test_errors_are_one_clear_message(
     assert len(result.stderr.strip().splitlines()) == 1
 
     # No engine at all.
-    result = gen(
-        "image",
-        "build",
-        "--target",
+    result = build_image(
         "cuda",
         cwd=project,
         env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
@@ -163,10 +155,7 @@ def test_smoke_failure_and_timeout_leave_nothing_running(
         check=True,
         env={"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"},
     )
-    built = gen(
-        "image",
-        "build",
-        "--target",
+    built = build_image(
         "cuda",
         *build_args("pytorch", wheelhouses["pytorch"]),
         cwd=project,

@@ -12,7 +12,8 @@ import pytest
 
 from generator.options import Options
 from generator.project import render
-from tests.integration.conftest import GitServers, gen
+from tests.conftest import gen
+from tests.integration.conftest import GitServers
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Push Test",

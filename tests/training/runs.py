@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -77,6 +78,16 @@ def assert_same_weights(got: Path, expected: Path, atol: float = 0.0) -> None:
 
 def metrics(output: Path) -> list[dict]:
     return [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
+
+
+def assert_artifacts(output: Path, names: list[str]) -> None:
+    """artifacts.json lists exactly these files, each with its true size and SHA-256."""
+    artifacts = json.loads((output / "artifacts.json").read_text())
+    assert [a["path"] for a in artifacts] == names
+    for artifact in artifacts:
+        data = (output / artifact["path"]).read_bytes()
+        assert artifact["bytes"] == len(data)
+        assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
 
 
 def free_port() -> int:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.training.runs import (
+    assert_artifacts,
     assert_one_line_exit_2,
     assert_same_weights,
     clean_env,
@@ -111,12 +111,7 @@ def test_run_record_is_complete_and_hashes_match(loop: str, loop_run: Path) -> N
         ),
         ("test", EPOCHS * STEPS, EPOCHS),
     ]
-    artifacts = json.loads((loop_run / "artifacts.json").read_text())
-    assert [a["path"] for a in artifacts] == [f"lenet_epoch{e}.ckpt" for e in range(1, EPOCHS + 1)]
-    for artifact in artifacts:
-        data = (loop_run / artifact["path"]).read_bytes()
-        assert artifact["bytes"] == len(data)
-        assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
+    assert_artifacts(loop_run, [f"lenet_epoch{e}.ckpt" for e in range(1, EPOCHS + 1)])
 
 
 def test_missing_dataset_is_one_line_and_exit_2(project: Path, tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ precision), torchrun's and per-device launches' 2 ranks == 1 process, the run re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.training.runs import (
+    assert_artifacts,
     assert_one_line_exit_2,
     assert_same_weights,
     clean_env,
@@ -138,12 +138,7 @@ def test_run_record_is_complete_and_hashes_match(single_run: Path) -> None:
     for line in lines:
         keys = {"loss", "samples_per_s"} if line["type"] == "train" else {"loss", "accuracy"}
         assert set(line["metrics"]) == keys
-    artifacts = json.loads((single_run / "artifacts.json").read_text())
-    assert [a["path"] for a in artifacts] == [f"lenet_epoch{n}.pt" for n in range(1, EPOCHS + 1)]
-    for artifact in artifacts:
-        data = (single_run / artifact["path"]).read_bytes()
-        assert artifact["bytes"] == len(data)
-        assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
+    assert_artifacts(single_run, [f"lenet_epoch{n}.pt" for n in range(1, EPOCHS + 1)])
 
 
 def test_missing_dataset(pytorch_project: Path, tmp_path: Path) -> None:

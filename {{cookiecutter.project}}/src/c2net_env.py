@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 from src import obs
 from src.datasets import archive_stem
@@ -104,30 +105,28 @@ def prepare(env: C2netEnv) -> None:
     """
     c2net = package()
     if c2net is not None:
-        try:
-            with contextlib.redirect_stdout(io.StringIO()) as said:
-                c2net.prepare()
-        except ValueError as err:  # c2net's word for a missing variable
-            raise ConfigError(f"c2net could not prepare the job: {err}") from err
-        failures = [line for line in said.getvalue().splitlines() if FAILED in line]
-        if failures:
-            raise StorageError(f"c2net could not prepare the job: {failures[0].strip()}")
+        _quietly(c2net.prepare, "c2net could not prepare the job")
         return
     if env.method == "MOXING":
         _copy_listed("DATASET_URL", ("dataset_name", "dataset_url"), env.dataset)
         _copy_listed("PRETRAIN_MODEL_URL", ("model_name", "model_url"), env.pretrained)
 
 
+def _quietly(call: Callable[[], object], failed: str) -> None:
+    """Run one of c2net's steps, its banner and progress kept off our output. It raises
+    ValueError for a missing variable but only prints a failed copy: read what it said."""
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        try:
+            call()
+        except ValueError as err:
+            raise ConfigError(f"{failed}: {err}") from err
+    failures = [line for line in said.getvalue().splitlines() if FAILED in line]
+    if failures:
+        raise StorageError(f"{failed}: {failures[0].strip()}")
+
+
 def upload_output() -> None:
     """Send LOCAL_OUTPUT_PATH to OUTPUT_URL with c2net's upload_output()."""
     c2net = package()
     assert c2net is not None
-    with contextlib.redirect_stdout(io.StringIO()) as said:
-        try:
-            c2net.upload_output()
-        except ValueError as err:  # c2net's word for a missing variable
-            raise ConfigError(f"c2net could not upload the outputs: {err}") from err
-    # c2net prints a failed upload instead of raising it: read what it said.
-    failures = [line for line in said.getvalue().splitlines() if FAILED in line]
-    if failures:
-        raise StorageError(f"c2net upload_output failed: {failures[0].strip()}")
+    _quietly(c2net.upload_output, "c2net upload_output failed")

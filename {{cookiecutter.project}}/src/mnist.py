@@ -21,7 +21,8 @@ UBYTE = 0x08
 
 @dataclass(frozen=True)
 class Split:
-    """One split: uint8 images (N, 28, 28) and int64 labels (N,)."""
+    """One split: images (N, 28, 28 uint8 as read, or as a framework prepared them) and
+    labels (N,)."""
 
     images: np.ndarray
     labels: np.ndarray

@@ -16,10 +16,10 @@ from mindspore.amp import auto_mixed_precision
 from src import pretrained
 from src.backend_api import BatchPlan, EpochEnd
 from src.config_ext import MSConfig, sink_on
-from src.dataset import Arrays
+from src.dataset import normalised
 from src.env import init_env
 from src.errors import CheckpointError
-from src.mnist import Splits
+from src.mnist import Split, Splits
 from src.model import LeNet5, evaluate
 from src.train_loop import LOOP, fit
 
@@ -59,7 +59,7 @@ class MindSporeBackend:
             logging.getLogger(__name__).info(
                 "MindSpore has no data sink on the CPU: training without it"
             )
-        self.data: dict[str, Arrays] = {}
+        self.data: dict[str, Split] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -69,7 +69,7 @@ class MindSporeBackend:
         }
 
     def load_data(self, splits: Splits) -> None:
-        self.data = {name: Arrays.of(getattr(splits, name)) for name in ("train", "val", "test")}
+        self.data = {name: normalised(getattr(splits, name)) for name in ("train", "val", "test")}
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         fit(self, first, last, plan, on_epoch_end)

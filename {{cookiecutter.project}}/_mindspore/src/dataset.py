@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import mindspore.dataset as ds
 import numpy as np
@@ -16,22 +15,12 @@ from src.mnist import Split
 MEAN, STD = 0.1307, 0.3081
 
 
-@dataclass(frozen=True)
-class Arrays:
-    """One split ready for the network: float32 images (N, 1, 28, 28) and int32 labels."""
-
-    images: np.ndarray
-    labels: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    @classmethod
-    def of(cls, split: Split) -> Arrays:
-        """Normalised once for the run; int32 labels, as sparse cross-entropy takes them."""
-        scaled = split.images.astype(np.float32)[:, None] / np.float32(255)
-        images = (scaled - np.float32(MEAN)) / np.float32(STD)
-        return cls(images, split.labels.astype(np.int32))
+def normalised(split: Split) -> Split:
+    """Images as float32 (N, 1, 28, 28), normalised once for the run, and int32 labels,
+    as MindSpore's sparse cross-entropy takes them."""
+    scaled = split.images.astype(np.float32)[:, None] / np.float32(255)
+    images = (scaled - np.float32(MEAN)) / np.float32(STD)
+    return Split(images, split.labels.astype(np.int32))
 
 
 class EpochBatches:
@@ -43,7 +32,7 @@ class EpochBatches:
     (it may start the next before the current one ends, which changes nothing here).
     """
 
-    def __init__(self, data: Arrays, plan: BatchPlan, first_epoch: int) -> None:
+    def __init__(self, data: Split, plan: BatchPlan, first_epoch: int) -> None:
         self.data, self.plan = data, plan
         self.next_epoch = first_epoch
         self.steps = plan.steps_per_epoch

@@ -66,12 +66,22 @@ def _one_node(project: Path, out: Path) -> Path:
     return out
 
 
+@pytest.fixture(params=["pytorch", "mindspore"])
+def framework(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def one_per_node(render_project: RenderProject, framework: str) -> Path:
+    """A project launched with torchrun or msrun, one process per node."""
+    return render_project(framework=framework, target="cuda", devices_per_node=1)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
 def test_two_nodes_end_with_the_weights_of_one_node(
-    render_project: RenderProject, hosts: Hosts, tmp_path: Path, framework: str
+    one_per_node: Path, hosts: Hosts, tmp_path: Path, framework: str
 ) -> None:
-    project = render_project(framework=framework, target="cuda", devices_per_node=1)
+    project = one_per_node
     suffix = ".pt" if framework == "pytorch" else ".ckpt"
     # Each its own hostname; and both the machine's, which resolves to 127.0.0.1 here as on
     # Debian and Ubuntu nodes (gloo dialled itself with that before the launcher chose the
@@ -90,12 +100,10 @@ def test_two_nodes_end_with_the_weights_of_one_node(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
 def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
-    render_project: RenderProject, hosts: Hosts, tmp_path: Path, framework: str
+    one_per_node: Path, hosts: Hosts, tmp_path: Path
 ) -> None:
-    project = render_project(framework=framework, target="cuda", devices_per_node=1)
-    script = str(project / "scripts" / "run_8p.sh")
+    script = str(one_per_node / "scripts" / "run_8p.sh")
     wrong = hosts.addresses[0].rsplit(".", 1)[0] + ".9"  # in the subnet, but nobody's there
     common = [
         "--nnodes",
@@ -134,7 +142,7 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
         )
         assert f"within --join-timeout {JOIN_TIMEOUT} s" in errors[0]
         assert "Traceback" not in stderr
-    assert_all_gone(str(project / "train.py"))
+    assert_all_gone(str(one_per_node / "train.py"))
 
 
 def test_the_rank_table_launcher_finds_each_node_by_its_address(

@@ -81,18 +81,37 @@ def test_a_failing_rank_is_one_line_naming_it_and_its_log(
     assert_all_gone(str(project / "train.py"))
 
 
-def test_per_rank_a_failed_rank_stops_the_others(
-    render_project: RenderProject, tmp_path: Path
-) -> None:
-    project = render_project(target="ascend")
-    fake = fake_python(
-        tmp_path / "fake_rank.py",
-        "print('rank', os.environ['RANK_ID'], flush=True)\n"
-        "if os.environ['RANK_ID'] == '1':\n"
-        "    print('boom', file=sys.stderr)\n"
-        "    sys.exit(1)\n"
-        "time.sleep(60)\n",
-    )
+# Rank 1 fails at once; the others would run for a minute.
+FAILING_RANK = """
+print('rank', os.environ['RANK_ID'], flush=True)
+if os.environ['RANK_ID'] == '1':
+    print('boom', file=sys.stderr)
+    sys.exit(1)
+time.sleep(60)
+"""
+
+# Rank 0 ignores SIGTERM and has a child of its own: both must go when rank 1 fails.
+STUBBORN_RANK = """
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if sys.argv[1:] == ['child']:
+    time.sleep(60)
+if os.environ['RANK_ID'] == '1':
+    time.sleep(0.5)
+    sys.exit(3)
+subprocess.Popen([sys.executable, __file__, 'child'])
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def ascend_project(render_project: RenderProject) -> Path:
+    """An Ascend project: its run_8p.sh starts one process per rank itself."""
+    return render_project(target="ascend")
+
+
+def test_per_rank_a_failed_rank_stops_the_others(ascend_project: Path, tmp_path: Path) -> None:
+    project = ascend_project
+    fake = fake_python(tmp_path / "fake_rank.py", FAILING_RANK)
     started = time.monotonic()
     result = run(
         project / "scripts" / "run_8p.sh", "--nproc", "4", environ=env(PYTHON=str(fake)), timeout=30
@@ -109,24 +128,13 @@ def test_per_rank_a_failed_rank_stops_the_others(
 
 
 def test_per_rank_a_rank_that_ignores_sigterm_is_killed(
-    render_project: RenderProject, tmp_path: Path
+    ascend_project: Path, tmp_path: Path
 ) -> None:
-    project = render_project(target="ascend")
-    # Rank 0 ignores SIGTERM and has a child of its own: both must go.
-    fake = fake_python(
-        tmp_path / "stubborn_rank.py",
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "if sys.argv[1:] == ['child']:\n"
-        "    time.sleep(60)\n"
-        "if os.environ['RANK_ID'] == '1':\n"
-        "    time.sleep(0.5)\n"
-        "    sys.exit(3)\n"
-        "subprocess.Popen([sys.executable, __file__, 'child'])\n"
-        "time.sleep(60)\n",
-    )
+    fake = fake_python(tmp_path / "stubborn_rank.py", STUBBORN_RANK)
     variables = env(PYTHON=str(fake), RANK_STOP_TIMEOUT="1")
     started = time.monotonic()
-    result = run(project / "scripts" / "run_8p.sh", "--nproc", "2", environ=variables, timeout=30)
+    script = ascend_project / "scripts" / "run_8p.sh"
+    result = run(script, "--nproc", "2", environ=variables, timeout=30)
     assert time.monotonic() - started < 15
     assert result.returncode == 1 and "rank 1 exited with status 3" in result.stderr
     assert_all_gone(str(fake))
@@ -134,9 +142,9 @@ def test_per_rank_a_rank_that_ignores_sigterm_is_killed(
 
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_per_rank_a_signal_stops_every_rank(
-    render_project: RenderProject, tmp_path: Path, sig: signal.Signals, status: int
+    ascend_project: Path, tmp_path: Path, sig: signal.Signals, status: int
 ) -> None:
-    project = render_project(target="ascend")
+    project = ascend_project
     fake = fake_python(tmp_path / "sleepy_rank.py", "time.sleep(60)\n")
     launcher = subprocess.Popen(
         [str(project / "scripts" / "run_8p.sh"), "--nproc", "3"],

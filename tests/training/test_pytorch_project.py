@@ -12,16 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.runs import (
-    assert_artifacts,
-    assert_one_line_exit_2,
-    assert_same_weights,
-    clean_env,
-    free_port,
-    metrics,
-    run,
-    train,
-)
+from tests.training import runs
 
 TRAIN_SAMPLES = 1294  # the digits' training split, less the 10% held out for validation
 EPOCHS = 2
@@ -32,7 +23,7 @@ def single_run(pytorch_project: Path, digits_dir: Path, tmp_path_factory) -> Pat
     """One process, batch 64, two epochs on the digits."""
     output = tmp_path_factory.mktemp("single")
     args = ("--data_url", str(digits_dir), "--batch_size", "64", "--epoch_size", str(EPOCHS))
-    return train(pytorch_project, output, *args)
+    return runs.train(pytorch_project, output, *args)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +33,7 @@ def torchrun_run(pytorch_project: Path, digits_dir: Path, tmp_path_factory) -> P
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     args = ["--data_url", str(digits_dir), "--train_url", str(output)]
     args += ["--batch_size", "32", "--epoch_size", str(EPOCHS), "--device_target", "cpu"]
-    result = run(pytorch_project, *launcher, "train.py", *args)
+    result = runs.run(pytorch_project, *launcher, "train.py", *args)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return output
 
@@ -54,10 +45,12 @@ def test_reaches_95_percent_on_the_shipped_digits(
 ) -> None:
     # No --data_url: the generic project's config.yaml points at its own ./data.
     output = (
-        full_run("pytorch") if amp == "false" else train(pytorch_project, tmp_path, "--amp", amp)
+        full_run("pytorch")
+        if amp == "false"
+        else runs.train(pytorch_project, tmp_path, "--amp", amp)
     )
-    vals = [line for line in metrics(output) if line["type"] == "val"]
-    (test,) = [line for line in metrics(output) if line["type"] == "test"]
+    vals = [line for line in runs.metrics(output) if line["type"] == "val"]
+    (test,) = [line for line in runs.metrics(output) if line["type"] == "test"]
     assert [line["epoch"] for line in vals] == list(range(1, 13))
     assert test["metrics"]["accuracy"] >= 0.95, test
     assert json.loads((output / "hparams.json").read_text())["amp"] == (
@@ -67,12 +60,17 @@ def test_reaches_95_percent_on_the_shipped_digits(
 
 @pytest.mark.slow
 def test_two_processes_end_with_the_weights_of_one(single_run: Path, torchrun_run: Path) -> None:
-    assert_same_weights(torchrun_run / "lenet_epoch2.pt", single_run / "lenet_epoch2.pt", 1e-5)
+    # The same steps: after epoch 1 the weights agree to float32 summation order (1.6e-6 here).
+    # LeNet's early plateau amplifies that order to 2.6e-4 by epoch 2, well below the 5e-3
+    # that epoch 2 in epoch 1's sample order gives: 1e-3 still catches a wrong order.
+    for epoch, atol in ((1, 1e-5), (2, 1e-3)):
+        name = f"lenet_epoch{epoch}.pt"
+        runs.assert_same_weights(torchrun_run / name, single_run / name, atol)
     # Rank 1 wrote nothing into the shared directory: no extra files, no doubled lines.
     assert sorted(p.name for p in torchrun_run.iterdir()) == sorted(
         p.name for p in single_run.iterdir()
     )
-    assert len(metrics(torchrun_run)) == len(metrics(single_run)) == 2 * EPOCHS + 1
+    assert len(runs.metrics(torchrun_run)) == len(runs.metrics(single_run)) == 2 * EPOCHS + 1
     hparams = json.loads((torchrun_run / "hparams.json").read_text())
     assert (hparams["world_size"], hparams["global_batch_size"]) == (2, 64)
 
@@ -85,7 +83,7 @@ def _per_device(project: Path, data: Path, output: Path, **env: str) -> list[sub
         subprocess.Popen(
             [*argv, "--train_url", str(output / f"rank{rank}")],
             cwd=project,
-            env=clean_env(RANK_SIZE="2", RANK_ID=str(rank), DEVICE_ID=str(rank), **env),
+            env=runs.clean_env(RANK_SIZE="2", RANK_ID=str(rank), DEVICE_ID=str(rank), **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -96,14 +94,15 @@ def _per_device(project: Path, data: Path, output: Path, **env: str) -> list[sub
 
 @pytest.mark.slow
 def test_per_device_processes_join_as_their_ranks(
-    pytorch_project: Path, digits_dir: Path, single_run: Path, tmp_path: Path
+    pytorch_project: Path, digits_dir: Path, torchrun_run: Path, tmp_path: Path
 ) -> None:
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(runs.free_port())}
     procs = _per_device(pytorch_project, digits_dir, tmp_path, **env)
     outputs = [proc.communicate(timeout=300) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
-    assert_same_weights(
-        tmp_path / "rank0" / "lenet_epoch2.pt", single_run / "lenet_epoch2.pt", 1e-5
+    # The same two ranks as torchrun's, summing in the same order.
+    runs.assert_same_weights(
+        tmp_path / "rank0" / "lenet_epoch2.pt", torchrun_run / "lenet_epoch2.pt", 1e-6
     )
     assert not (tmp_path / "rank1").exists(), "rank 1 writes nothing"
     assert outputs[1][0] == "", "rank 1 does not log progress either"
@@ -116,7 +115,9 @@ def test_per_device_processes_without_a_master_stop_at_once(
     procs = _per_device(pytorch_project, digits_dir, tmp_path)
     for proc in procs:
         result = subprocess.CompletedProcess(proc.args, proc.wait(120), *proc.communicate())
-        assert_one_line_exit_2(result, "RANK_SIZE=2", "MASTER_ADDR (or RANK_TABLE_FILE) is not set")
+        runs.assert_one_line_exit_2(
+            result, "RANK_SIZE=2", "MASTER_ADDR (or RANK_TABLE_FILE) is not set"
+        )
     assert time.monotonic() - began < 60
 
 
@@ -130,7 +131,7 @@ def test_run_record_is_complete_and_hashes_match(single_run: Path) -> None:
     expected = [
         (kind, epoch * steps, epoch) for epoch in range(1, EPOCHS + 1) for kind in ("train", "val")
     ]
-    lines = metrics(single_run)
+    lines = runs.metrics(single_run)
     assert [(line["type"], line["step"], line["epoch"]) for line in lines] == [
         *expected,
         ("test", EPOCHS * steps, EPOCHS),
@@ -138,16 +139,16 @@ def test_run_record_is_complete_and_hashes_match(single_run: Path) -> None:
     for line in lines:
         keys = {"loss", "samples_per_s"} if line["type"] == "train" else {"loss", "accuracy"}
         assert set(line["metrics"]) == keys
-    assert_artifacts(single_run, [f"lenet_epoch{n}.pt" for n in range(1, EPOCHS + 1)])
+    runs.assert_artifacts(single_run, [f"lenet_epoch{n}.pt" for n in range(1, EPOCHS + 1)])
 
 
 def test_missing_dataset(pytorch_project: Path, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    result = run(
+    result = runs.run(
         pytorch_project, "train.py", "--data_url", str(missing), "--train_url", str(tmp_path)
     )
     names = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte")
-    assert_one_line_exit_2(result, str(missing), *names, "t10k-labels-idx1-ubyte")
+    runs.assert_one_line_exit_2(result, str(missing), *names, "t10k-labels-idx1-ubyte")
 
 
 @pytest.mark.parametrize(
@@ -164,8 +165,10 @@ def test_malformed_dataset(
     data = shutil.copytree(digits_dir, tmp_path / "data")
     images = data / "train" / "train-images-idx3-ubyte"
     images.write_bytes(corrupt(images.read_bytes()))
-    result = run(pytorch_project, "train.py", "--data_url", str(data), "--train_url", str(tmp_path))
-    assert_one_line_exit_2(result, str(images), expected)
+    result = runs.run(
+        pytorch_project, "train.py", "--data_url", str(data), "--train_url", str(tmp_path)
+    )
+    runs.assert_one_line_exit_2(result, str(images), expected)
 
 
 @pytest.mark.parametrize(
@@ -178,14 +181,14 @@ def test_malformed_dataset(
 )
 def test_device_errors(pytorch_project: Path, tmp_path: Path, args: list, expected: str) -> None:
     # No GPU is visible, on any machine: the cuda case runs everywhere.
-    env = clean_env(CUDA_VISIBLE_DEVICES="")
-    result = run(pytorch_project, "train.py", "--train_url", str(tmp_path), *args, env=env)
-    assert_one_line_exit_2(result, expected)
+    env = runs.clean_env(CUDA_VISIBLE_DEVICES="")
+    result = runs.run(pytorch_project, "train.py", "--train_url", str(tmp_path), *args, env=env)
+    runs.assert_one_line_exit_2(result, expected)
 
 
 @pytest.mark.slow
 def test_generated_project_tests_pass(render_project) -> None:
     # Another combination than pytorch_project's: OpenI paths, Ascend extras.
     project = render_project(framework="pytorch", target="ascend", platform="openi")
-    result = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    result = runs.run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

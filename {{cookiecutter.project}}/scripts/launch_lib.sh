@@ -19,6 +19,24 @@ job_defaults() {
     data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
 }
 
+# The value options of job_defaults' variables, which every multi-process launcher takes.
+job_options="--nproc --nnodes --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
+
+# parse_job PORT [OPTION...] -- ARGS...: job_defaults, then ARGS parsed for the shared options,
+# the launcher's own value OPTIONs and --dry-run, and checked.
+parse_job() {
+    job_defaults "$1"
+    shift
+    value_options=$job_options flag_options=--dry-run
+    while [[ $1 != -- ]]; do
+        value_options+=" $1"
+        shift
+    done
+    shift
+    parse_options "$@"
+    check_job_options
+}
+
 # After the options: paths from the caller's directory, logs under the output by default.
 absolute_paths() {
     data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")

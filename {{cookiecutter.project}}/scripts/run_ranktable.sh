@@ -38,7 +38,7 @@ node_rank=${NODE_RANK:-} master_addr=${MASTER_ADDR:-}
 rank_table=${RANK_TABLE_FILE:-{% if ms %}$project_root/rank_table_8p.json{% endif %}}
 chip={{ cookiecutter.chip | shell_quote }} wait_table=false log_by=rank bind_cores=false
 stop_timeout=${RANK_STOP_TIMEOUT:-10}
-value_options="--rank-table --node-rank --nproc --nnodes --master-addr --master-port --join-timeout --chip --data --output --log-dir --log-by"
+value_options="$job_options --rank-table --chip --log-by"
 flag_options="--wait-table --bind-cores --dry-run"
 parse_options "$@"
 node_rank_given=${node_rank:+true}

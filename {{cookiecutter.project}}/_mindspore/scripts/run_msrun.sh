@@ -35,12 +35,9 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-job_defaults 8118
+# --worker-num is msrun's own: by default every node's --nproc, summed.
 worker_num=''
-value_options="--nproc --nnodes --worker-num --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
-flag_options="--dry-run"
-parse_options "$@"
-check_job_options
+parse_job 8118 --worker-num -- "$@"
 worker_num=${worker_num:-$((nproc * nnodes))}
 is_count "$worker_num" || die_usage "--worker-num must be a whole number from 1, not '$worker_num'"
 first_rank=$((node_rank * nproc))

@@ -34,11 +34,7 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-job_defaults 29500
-value_options="--nproc --nnodes --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
-flag_options="--dry-run"
-parse_options "$@"
-check_job_options
+parse_job 29500 -- "$@"
 absolute_paths
 world_size=$((nnodes * nproc))
 cmd=("$python" -m torch.distributed.run

@@ -49,7 +49,8 @@ die_usage() {
     exit 2
 }
 
-# A good command line that cannot run here (a missing file, a bad rank table).
+# die MESSAGE [LOG]: a good command line that cannot run here (a missing file, a bad rank
+# table) or a job that failed; the last lines of LOG follow; exit 1.
 die() {
     printf 'error: %s\n' "$1" >&2
     if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
@@ -163,13 +164,6 @@ watch_job() {
     if [[ -n $stopping ]]; then job_status=$stopping; fi
 }
 
-# fail MESSAGE [LOG]: why, in one line, the last lines of LOG, and exit 1.
-fail() {
-    printf 'error: %s\n' "$1" >&2
-    if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
-    exit 1
-}
-
 # job_failed MESSAGE [LOG]: the end of a watched job that failed; the join timeout and
 # signals have their own message.
 job_failed() {
@@ -180,5 +174,5 @@ job_failed() {
         printf '%s: stopped by a signal; every process of this node was stopped\n' "$launcher_name" >&2
         exit "$job_status"
     fi
-    fail "$@"
+    die "$@"
 }

@@ -161,7 +161,7 @@ while [[ $left -gt 0 ]]; do
         pids[i]='' left=$((left - 1))
         if [[ $status -ne 0 ]]; then
             stop_ranks
-            fail "rank ${ranks[i]} exited with status $status; the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
+            die "rank ${ranks[i]} exited with status $status; the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
         fi
     done
     sleep 0.5

@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # The test command: install everything the tests need, then run them all.
 # Extra arguments go to pytest (e.g. tools/test.sh tests/unit -x).
+# The Docker engine, the stand-in base image and the registry are started by the tests
+# that need them (tools/docker_up.sh, tools/registry_up.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Programs the tests drive besides Python's: env.sh is sourced from zsh too; git serves and
+# receives pushes; ip makes the two-host rehearsals' network namespaces.
+need=()
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v git >/dev/null 2>&1 || need+=(git)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ "${#need[@]}" -gt 0 ]; then
+    echo "installing ${need[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
 
 bash tools/bootstrap.sh "train,mindspore,test,bench"
 exec .venv/bin/python -m pytest -ra "$@"

@@ -9,6 +9,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from generator import catalog
 from generator.image.context import code_files, deps_files, pack
 from tests.conftest import RenderProject
 
@@ -89,7 +90,9 @@ def test_dry_run_shows_both_steps_without_an_engine(
     out = result.stdout
     assert out.startswith("# step 1 of 2: dependency image (key unknown)\n")
     assert "# dependency key: unknown: it hashes the base image's id, and no Docker engine" in out
-    assert "# python: python3.10 3.10 (catalogue entry cann8.1.rc1-910b-ubuntu22.04)" in out
+    entry = catalog.load().default("ascend", "mindspore")
+    python = f"python{entry.python} {entry.python}"
+    assert f"# python: {python} (catalogue entry {entry.id})" in out
     deps, code = out.split(
         "# step 2 of 2: code image demo:ascend-local, FROM the dependency image\n"
     )

@@ -1,0 +1,104 @@
+"""The bare training loop, the limit train.py is measured against: the project's own model,
+its optimizer, learning rate, momentum and batch, the normalised training split already in
+memory and each epoch's batches gathered before the clock starts; nothing else.
+
+Run in its own process, as train.py is, so that both start from the same state:
+
+    python bench/bare_loop.py pytorch|mindspore PROJECT DATA_DIR [--epochs 4]
+
+Prints the steady-state samples/s (the median of the epochs after the first) as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import trainbench as tb
+
+Step = Callable[[object, object], object]
+
+
+def torch_loop(images: np.ndarray, labels: np.ndarray) -> tuple[Step, Callable, Callable]:
+    """(step, batch maker, wait) for PyTorch: the model in train.py's CPU memory format."""
+    import torch
+    import torch.nn.functional as F
+    from src.model import LeNet
+
+    torch.manual_seed(tb.SEED)
+    net = LeNet().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(net.parameters(), lr=tb.LR, momentum=tb.MOMENTUM)
+    x = torch.from_numpy(images).unsqueeze(1).float().div_(255).sub_(tb.MEAN).div_(tb.STD)
+    y = torch.from_numpy(labels.astype(np.int64))
+
+    def step(batch_images: object, batch_labels: object) -> object:
+        loss = F.cross_entropy(net(batch_images), batch_labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def batch(rows: np.ndarray) -> tuple[object, object]:
+        index = torch.from_numpy(rows)
+        return x[index], y[index]
+
+    return step, batch, lambda loss: loss.item()
+
+
+def mindspore_loop(images: np.ndarray, labels: np.ndarray) -> tuple[Step, Callable, Callable]:
+    """(step, batch maker, wait) for MindSpore: TrainOneStepCell in graph mode."""
+    import mindspore as ms
+    from mindspore import nn
+    from src.model import LeNet5
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_device("CPU")
+    ms.set_seed(tb.SEED)
+    net = LeNet5(10)
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    optimizer = nn.Momentum(net.trainable_params(), tb.LR, tb.MOMENTUM)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, loss), optimizer)
+    step.set_train()
+    x = ((images.astype(np.float32)[:, None] / 255 - tb.MEAN) / tb.STD).astype(np.float32)
+    y = labels.astype(np.int32)
+
+    def batch(rows: np.ndarray) -> tuple[object, object]:
+        return ms.Tensor(x[rows]), ms.Tensor(y[rows])
+
+    return step, batch, lambda loss: loss.asnumpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("framework", choices=("pytorch", "mindspore"))
+    parser.add_argument("project", type=Path)
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--epochs", type=int, default=4)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(args.project))
+    images, labels = tb.training_split(tb.read_digits(args.data))
+    loop = torch_loop if args.framework == "pytorch" else mindspore_loop
+    step, batch, wait = loop(images, labels)
+    steps = len(labels) // tb.BATCH_SIZE
+    rates = []
+    for epoch in range(args.epochs):
+        order = np.random.default_rng([tb.SEED, epoch]).permutation(len(labels))
+        rows = order[: steps * tb.BATCH_SIZE].reshape(steps, tb.BATCH_SIZE)
+        batches = [batch(row) for row in rows]
+        start = time.perf_counter()
+        for batch_images, batch_labels in batches:
+            last = step(batch_images, batch_labels)
+        wait(last)  # the last step done, not just launched
+        rates.append(steps * tb.BATCH_SIZE / (time.perf_counter() - start))
+    print(json.dumps({"samples_per_s": statistics.median(rates[1:] or rates)}))
+
+
+if __name__ == "__main__":
+    main()

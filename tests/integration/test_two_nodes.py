@@ -105,16 +105,9 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
 ) -> None:
     script = str(one_per_node / "scripts" / "run_8p.sh")
     wrong = hosts.addresses[0].rsplit(".", 1)[0] + ".9"  # in the subnet, but nobody's there
-    common = [
-        "--nnodes",
-        "2",
-        "--nproc",
-        "1",
-        "--join-timeout",
-        str(JOIN_TIMEOUT),
-        "--master-port",
-        free_port(),
-    ]
+    port = free_port()
+    common = ["--nnodes", "2", "--nproc", "1", "--join-timeout", str(JOIN_TIMEOUT)]
+    common += ["--master-port", port]
     began = time.monotonic()
     procs = [
         # Node 0 waits for a node 1 that never comes; node 1 dials a master that is not there.
@@ -138,7 +131,7 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
         errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
         assert code == 1 and len(errors) == 1, stderr[-3000:]
         assert errors[0].startswith(
-            f"error: node {node}: the job did not come together at {master}:"
+            f"error: node {node}: the job did not come together at {master}:{port} "
         )
         assert f"within --join-timeout {JOIN_TIMEOUT} s" in errors[0]
         assert "Traceback" not in stderr

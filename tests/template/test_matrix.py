@@ -84,6 +84,44 @@ def test_rendered_cleanly(matrix: dict[Options, Path], options: Options) -> None
         assert table.rank_size == options.devices_per_node * options.nnodes
 
 
+# What every generated README must tell, and what only some platforms and targets need.
+README_ALWAYS = ("## Several devices, several nodes", "--join-timeout", "**Interface.**")
+README_ALWAYS += ("## Run on a Kubernetes cluster", "gen job render --kind")
+README_BY_PLATFORM = {
+    "openi": ("### OpenI (启智)", "**C2Net (智算网络) jobs**", "upload_output()"),
+    "modelarts": ("### ModelArts", "train_url"),
+    "generic": ("### Your own nodes",),
+}
+README_ASCEND = ("**Rank tables.**", "HWHIAI_UID", "`ascendjob`", "### Ascend ModelZoo scripts")
+
+
+@pytest.mark.parametrize(
+    "options",
+    COMBINATIONS[:: len(DEVICES_PER_NODE)],
+    ids=lambda o: "-".join(o.as_context().values()),
+)
+def test_readme_says_how_to_submit_and_run_on_several_nodes(
+    matrix: dict[Options, Path], options: Options
+) -> None:
+    project = matrix[options]
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    ascend = options.target in ("ascend", "both")
+    wanted = README_ALWAYS + README_BY_PLATFORM[options.platform] + README_ASCEND * ascend
+    assert [text for text in wanted if text not in readme] == []
+    if not ascend:
+        assert "HWHIAI_UID" not in readme and "`ascendjob`" not in readme
+    # C2Net's client is an optional requirement of OpenI projects only.
+    requirements = (project / "requirements.txt").read_text(encoding="utf-8")
+    assert ("# c2net==0.2.0" in requirements) == (options.platform == "openi")
+
+
+def test_template_readme_draws_the_layout_and_the_platforms() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for heading in ("## Two commands", "## Layout", "## Where a project runs", "## Rank tables"):
+        assert heading in readme
+    assert "## Run on a Kubernetes cluster" in readme and "backend_api.py" in readme
+
+
 def _unique(matrix: dict[Options, Path], pattern: str) -> list[str]:
     """One path per distinct (name, text) among the projects' files: most combinations
     render the same scripts, and linting each copy once keeps the matrix fast."""

@@ -98,8 +98,14 @@ def test_a_c2net_job_trains_with_no_path_flags(
     projects, bucket, digits_dir: Path, tmp_path: Path, name: str, method: str, package: bool
 ) -> None:
     env = {**bucket, **c2net(tmp_path, method, digits_dir)}
+    if method == "MOUNT":
+        # A GPU job as C2Net starts it: no moxing to import.
+        del env["PYTHONPATH"]
+        assert run(projects[name], "-c", "import moxing", env=clean_env(**env)).returncode != 0
     if not package:
-        env["PYTHONPATH"] += os.pathsep + without_c2net(tmp_path)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [env.get("PYTHONPATH"), without_c2net(tmp_path)])
+        )
     if method == "MOUNT":
         # A pretrained model selected in the job: its folder holds one checkpoint.
         weights = train(projects[name], tmp_path / "earlier", "--smoke")

@@ -19,6 +19,8 @@ def test_shipped_config_parses() -> None:
     cfg = parse_config([])
     assert cfg.config_path == DEFAULT_CONFIG
     assert cfg.epoch_size >= 1 and cfg.batch_size >= 1 and cfg.lr > 0
+    # Three checkpoints besides the best: enough to resume from, bounded on disk.
+    assert cfg.keep_checkpoints == Config().keep_checkpoints == 3
 
 
 def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path: Path) -> None:

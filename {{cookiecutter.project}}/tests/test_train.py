@@ -51,10 +51,13 @@ def assert_same_weights(got: Path, expected: Path) -> None:
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The output of one --smoke run: one epoch on random data."""
-    output = tmp_path_factory.mktemp("smoke")
-    result = run_train("--smoke", "--train_url", str(output))
+    """The output of one --smoke run: one epoch on random data, started with two arguments
+    a platform adds; what it printed is kept next to the output, in console.txt."""
+    output = tmp_path_factory.mktemp("smoke") / "output"
+    platform_args = ("--multi_data_url", "[{}]", "--init_method=tcp://10.0.0.1:2")
+    result = run_train("--smoke", "--train_url", str(output), *platform_args)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (output.parent / "console.txt").write_text(result.stdout + result.stderr)
     return output
 
 
@@ -69,6 +72,13 @@ def test_smoke_writes_a_checkpoint_pointer_and_run_record(smoke_run: Path) -> No
     assert set(lines[1]["metrics"]) == set(lines[2]["metrics"]) == {"loss", "accuracy"}
     (artifact,) = json.loads((smoke_run / "artifacts.json").read_text())
     assert artifact["path"] == checkpoint(smoke_run, 1).name
+
+
+def test_arguments_the_platform_adds_are_logged_once_by_name(smoke_run: Path) -> None:
+    console = (smoke_run.parent / "console.txt").read_text()
+    ignored = "ignoring arguments this script does not use: --multi_data_url, --init_method"
+    assert console.count(ignored) == 1, console[-2000:]
+    assert "tcp://10.0.0.1" not in console  # names only: values may hold credentials
 
 
 def test_resume_continues_to_the_same_weights(smoke_run: Path, tmp_path: Path) -> None:

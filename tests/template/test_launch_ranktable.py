@@ -157,6 +157,31 @@ def test_every_format_is_accepted(ms_ascend: Path, tmp_path: Path) -> None:
     assert ranks(result.stdout) == [(4, r, r + 4) for r in range(4)]
 
 
+def test_a_version_1_2_table_is_accepted(ms_ascend: Path, tmp_path: Path) -> None:
+    data = json.loads(table(tmp_path / "t.json", [("10.250.0.8", [0, 1, 2, 3])]).read_text())
+    for device in data["server_list"][0]["device"]:
+        device["super_device_id"] = str(37748736 + int(device["device_id"]))
+    data |= {"version": "1.2", "super_pod_list": [{"super_pod_id": "0"}]}
+    (tmp_path / "a3.json").write_text(json.dumps(data))
+    args = ("--rank-table", str(tmp_path / "a3.json"), "--node-rank", "0", "--chip", "910_93")
+    result = dry_run(ms_ascend, *args)
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(4, r, r) for r in range(4)]
+
+
+def test_the_chip_picks_the_rules(ms_ascend: Path, tmp_path: Path) -> None:
+    # Devices 3 and 4 cross the 0-3 / 4-7 groups, which only the first 910 forbids; the
+    # project's chip (910b) takes them.
+    path = table(tmp_path / "t.json", [("10.250.0.8", [3, 4])])
+    args = ("--rank-table", str(path), "--node-rank", "0", "--nproc", "2")
+    result = dry_run(ms_ascend, *args)
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(2, 0, 3), (2, 1, 4)]
+    refused = dry_run(ms_ascend, *args, "--chip", "910")
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "devices [3, 4] cross the 0-3 / 4-7 groups; on a 910 " in refused.stderr
+
+
 def test_a_table_being_written_is_waited_for(ms_ascend: Path, tmp_path: Path) -> None:
     path = tmp_path / "hccl.json"
     path.write_text('{"status": "initializing"}')

@@ -187,8 +187,9 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
     projects, full_run, bucket, tmp_path: Path, name: str
 ) -> None:
     framework = FRAMEWORK[name]
-    # MindSpore's model loop writes to OBS: what the stop leaves must be uploaded.
-    remote = name == "model"
+    # PyTorch and MindSpore's model loop write to OBS (what the stop leaves must be uploaded);
+    # the custom loop to a local directory.
+    remote = name != "custom"
     url = "obs://bucket/run" if remote else str(tmp_path / "run")
     where = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run" if remote else tmp_path / "run"
     argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url]

@@ -91,8 +91,18 @@ def without_c2net(tmp_path: Path) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "method", "package"),
-    [("pytorch", "MOUNT", True), ("pytorch", "MOXING", False), ("model", "MOXING", True)],
-    ids=["pytorch-mount-c2net", "pytorch-moxing-no-c2net", "mindspore-moxing-c2net"],
+    [
+        ("pytorch", "MOUNT", True),
+        ("pytorch", "MOXING", False),
+        ("model", "MOXING", True),
+        ("model", "MOUNT", False),
+    ],
+    ids=[
+        "pytorch-mount-c2net",
+        "pytorch-moxing-no-c2net",
+        "mindspore-moxing-c2net",
+        "mindspore-mount-no-c2net",
+    ],
 )
 def test_a_c2net_job_trains_with_no_path_flags(
     projects, bucket, digits_dir: Path, tmp_path: Path, name: str, method: str, package: bool
@@ -112,7 +122,7 @@ def test_a_c2net_job_trains_with_no_path_flags(
         model = Path(env["LOCAL_PRETRAIN_MODEL_PATH"]) / "lenet"
         shutil.copytree(weights, model)
         for extra in model.glob("lenet_epoch*"):
-            if extra.name != "lenet_epoch1.pt":
+            if extra.name != f"lenet_epoch1{SUFFIX[FRAMEWORK[name]]}":
                 extra.unlink()
     result = run(
         projects[name],

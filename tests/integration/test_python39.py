@@ -32,6 +32,20 @@ FRAMEWORK_FREE = (
 )
 
 
+C2NET_MOUNT = """
+import dataclasses, os, shutil
+os.makedirs("/tmp/c/dataset")
+shutil.make_archive("/tmp/c/dataset/MnistDataset", "zip", "data")
+os.environ.update(DATA_DOWNLOAD_METHOD="MOUNT", LOCAL_DATASET_PATH="/tmp/c/dataset",
+    DATASET_NEED_UNZIP="true", LOCAL_OUTPUT_PATH="/tmp/c/output", TRAIN_CACHE_DIR="/tmp/cache")
+from src import config, datasets, storage
+cfg = config.parse_config([])
+where = storage.prepare(cfg)
+splits = datasets.splits(dataclasses.replace(cfg, data_url=where.data), 1)
+print(where.data, where.output, len(splits.train), os.path.isdir(where.data / "MnistDataset"))
+"""
+
+
 def _docker(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
 
@@ -109,6 +123,10 @@ def test_framework_free_parts_run_on_python_3_9(
     )
     assert imports.returncode == 0, imports.stderr[-3000:]
     assert imports.stdout.split() == ["1294", "144", "359", "12"]
+    # A C2Net MOUNT job's staging without the c2net package: the zip unpacked in place.
+    c2net = _run39(bullseye, project, "python3", "-c", C2NET_MOUNT)
+    assert c2net.returncode == 0, c2net.stderr[-3000:]
+    assert c2net.stdout.split() == ["/tmp/c/dataset", "/tmp/c/output", "1294", "True"]
     table = _run39(
         bullseye, project, "python3", "scripts/rank_table.py", "check", "rank_table_8p.json"
     )

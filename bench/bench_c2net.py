@@ -21,49 +21,34 @@ checkpoint upload), each as the median of the repeats.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import tempfile
 from pathlib import Path
 
 import trainbench as tb
 
-FAKE_MOXING = tb.REPO / "tests" / "training" / "fake_moxing"
+from tests.training.runs import FAKE_MOXING, c2net_env
+
 FRAMEWORKS = ("pytorch", "mindspore")
 WAYS = ("local flags", "C2Net MOUNT", "C2Net MOXING")
 
 
-def c2net_env(run_dir: Path, method: str, archive: Path) -> tuple[dict[str, str], Path]:
+def job_env(run_dir: Path, method: str, archive: Path) -> tuple[dict[str, str], Path]:
     """(the job's variables, its output directory), the dataset zip placed as the platform
     places it: in LOCAL_DATASET_PATH for MOUNT, in object storage for MOXING."""
-    local = {name: run_dir / name for name in ("code", "dataset", "pretrain", "output")}
-    for path in local.values():
-        path.mkdir(parents=True)
+    env = c2net_env(run_dir / "job", method)
     obs = run_dir / "obs" / "bucket"
     (obs / "code").mkdir(parents=True)  # the job's code, which c2net downloads first
-    shutil.copy(archive, (local["dataset"] if method == "MOUNT" else obs) / archive.name)
-    listing = [{"dataset_name": archive.name, "dataset_url": f"obs://bucket/{archive.name}"}]
-    env = {
-        "DATA_DOWNLOAD_METHOD": method,
-        "CODE_URL": "obs://bucket/code",
-        "LOCAL_CODE_PATH": str(local["code"]),
-        "DATASET_URL": json.dumps(listing) if method == "MOXING" else "",
-        "LOCAL_DATASET_PATH": str(local["dataset"]),
-        "DATASET_NEED_UNZIP": "true",
-        "PRETRAIN_MODEL_URL": "[]",
-        "LOCAL_PRETRAIN_MODEL_PATH": str(local["pretrain"]),
-        "OUTPUT_URL": "obs://bucket/output" if method == "MOXING" else "",
-        "LOCAL_OUTPUT_PATH": str(local["output"]),
-        "LOCAL_TENSORBOARD_PATH": str(run_dir / "tensorboard"),
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(FAKE_MOXING), os.environ.get("PYTHONPATH")])
-        ),
+    dataset = Path(env["LOCAL_DATASET_PATH"]) if method == "MOUNT" else obs
+    shutil.copy(archive, dataset / archive.name)
+    path = os.pathsep.join(filter(None, [str(FAKE_MOXING), os.environ.get("PYTHONPATH")]))
+    env |= {
+        "PYTHONPATH": path,
         "FAKE_OBS_ROOT": str(run_dir / "obs"),
         "TRAIN_CACHE_DIR": str(run_dir / "cache"),
     }
-    return env, local["output"]
+    return env, Path(env["LOCAL_OUTPUT_PATH"])
 
 
 def one_run(
@@ -72,10 +57,10 @@ def one_run(
     flags = ["--epoch_size", str(epochs)]
     if way == "local flags":
         return tb.run_train_py(project, digits.directory, run_dir / "output", *flags)
-    env, output = c2net_env(run_dir, way.split()[-1], archive)
+    env, output = job_env(run_dir, way.split()[-1], archive)
     run = tb.run_train(project, output, flags, env)
     if way.endswith("MOXING"):
-        uploaded = run_dir / "obs" / "bucket" / "output" / "metrics.jsonl"
+        uploaded = run_dir / "obs" / "bucket" / "c2net-out" / "metrics.jsonl"
         if not uploaded.is_file():
             raise SystemExit(f"error: {way}: no run record uploaded to {uploaded.parent}")
     return run
@@ -110,15 +95,9 @@ def bench(framework: str, args: argparse.Namespace, work: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("frameworks", nargs="*", choices=[*FRAMEWORKS, []], help="default: both")
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--repeat-data", type=int, default=20, help="copies of the train split")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-c2net-") as tmp:
-        for framework in args.frameworks or FRAMEWORKS:
-            bench(framework, args, Path(tmp))
+    tb.for_each_framework(
+        bench, tb.arguments(__doc__, FRAMEWORKS, repeats=3).parse_args(), FRAMEWORKS
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -72,16 +71,9 @@ def bench(framework: str, args: argparse.Namespace, work: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("frameworks", nargs="*", choices=[*CONFIGS, []], help="default: both")
-    parser.add_argument("--epochs", type=int, default=4, help="at least 2: the first warms up")
-    parser.add_argument("--repeat-data", type=int, default=20, help="copies of the train split")
-    parser.add_argument("--repeats", type=int, default=5, help="rounds of every configuration")
+    parser = tb.arguments(__doc__, CONFIGS, repeats=5)
     parser.add_argument("--max-epochs", type=int, default=10, help="for time to accuracy")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
-        for framework in args.frameworks or CONFIGS:
-            bench(framework, args, Path(tmp))
+    tb.for_each_framework(bench, parser.parse_args(), CONFIGS)
 
 
 if __name__ == "__main__":

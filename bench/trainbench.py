@@ -17,12 +17,15 @@ splits, without instrumenting train.py, into:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,3 +251,24 @@ def print_time_to_accuracy(rows: dict[str, tuple[float, int, float]]) -> None:
     (first, (base, _, _)), *others = rows.items()
     for name, (seconds, _, _) in others:
         print(f"{name} / {first}: {seconds / base:.2f}x the time")
+
+
+def arguments(doc: str, frameworks: Iterable[str], repeats: int) -> argparse.ArgumentParser:
+    """The options every training benchmark takes."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("frameworks", nargs="*", choices=[*frameworks, []], help="default: all")
+    parser.add_argument("--epochs", type=int, default=4, help="at least 2: the first warms up")
+    parser.add_argument("--repeat-data", type=int, default=20, help="copies of the train split")
+    parser.add_argument("--repeats", type=int, default=repeats, help="rounds of every run")
+    return parser
+
+
+def for_each_framework(
+    bench: Callable[[str, argparse.Namespace, Path], None],
+    args: argparse.Namespace,
+    frameworks: Iterable[str],
+) -> None:
+    """bench(framework, args, work) for each framework asked for, in one scratch directory."""
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        for framework in args.frameworks or frameworks:
+            bench(framework, args, Path(tmp))

@@ -14,9 +14,7 @@ Prints {"epochs": N, "accuracy": A} on its last line.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +23,7 @@ import mindspore as ms
 import mindspore.dataset as ds
 import mindspore.dataset.transforms as transforms
 import mindspore.dataset.vision as vision
+import sample_args
 from mindspore import nn
 from mindspore.train import Accuracy, Model
 
@@ -46,16 +45,7 @@ def create_dataset(root: Path, usage: str, batch_size: int) -> ds.Dataset:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--project", type=Path, default=Path(os.environ.get("PROJECT", ".")))
-    parser.add_argument("--target", type=float, default=0.95)
-    parser.add_argument("--max-epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = sample_args.parse(__doc__)
 
     sys.path.insert(0, str(args.project))
     from src.model import LeNet5

@@ -13,12 +13,12 @@ Prints {"epochs": N, "accuracy": A} on its last line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import sample_args
 import torch
 import torch.nn.functional as F
 from PIL import Image
@@ -83,16 +83,7 @@ def test_accuracy(model: nn.Module, loader: DataLoader, device: torch.device) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--project", type=Path, help="unused: the sample has its own model")
-    parser.add_argument("--target", type=float, default=0.95)
-    parser.add_argument("--max-epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = sample_args.parse(__doc__)
 
     torch.manual_seed(args.seed)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -102,3 +102,26 @@ def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], *expected: 
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for text in expected:
         assert text in lines[0], lines[0]
+
+
+def c2net_env(root: Path, method: str) -> dict[str, str]:
+    """The variables a C2Net job starts with, its local directories made under root. The
+    dataset is MnistDataset.zip: at obs://bucket/MnistDataset.zip for MOXING; for MOUNT the
+    caller puts it in LOCAL_DATASET_PATH, as the platform's mount does."""
+    local = {name: root / name for name in ("code", "dataset", "pretrain", "output")}
+    for path in local.values():
+        path.mkdir(parents=True)
+    listing = [{"dataset_name": "MnistDataset.zip", "dataset_url": "obs://bucket/MnistDataset.zip"}]
+    return {
+        "DATA_DOWNLOAD_METHOD": method,
+        "CODE_URL": "obs://bucket/code",
+        "LOCAL_CODE_PATH": str(local["code"]),
+        "DATASET_URL": json.dumps(listing) if method == "MOXING" else "",
+        "LOCAL_DATASET_PATH": str(local["dataset"]),
+        "DATASET_NEED_UNZIP": "true",
+        "PRETRAIN_MODEL_URL": "[]",
+        "LOCAL_PRETRAIN_MODEL_PATH": str(local["pretrain"]),
+        "OUTPUT_URL": "obs://bucket/c2net-out" if method == "MOXING" else "",
+        "LOCAL_OUTPUT_PATH": str(local["output"]),
+        "LOCAL_TENSORBOARD_PATH": str(root / "tensorboard"),
+    }

@@ -21,6 +21,7 @@ from tests.training.runs import (
     SUFFIX,
     assert_one_line_exit_2,
     assert_same_weights,
+    c2net_env,
     checkpoint,
     clean_env,
     metrics,
@@ -59,25 +60,21 @@ def copies(env: dict[str, str]) -> list[str]:
 
 def c2net(tmp_path: Path, method: str, digits_dir: Path) -> dict[str, str]:
     """The variables a C2Net job starts with; MOUNT has the zipped dataset in place already."""
-    local = {name: tmp_path / "c2net" / name for name in ("code", "dataset", "pretrain", "output")}
-    for path in local.values():
-        path.mkdir(parents=True)
+    env = c2net_env(tmp_path / "c2net", method)
     if method == "MOUNT":
-        shutil.make_archive(str(local["dataset"] / "MnistDataset"), "zip", digits_dir)
-    listing = [{"dataset_name": "MnistDataset.zip", "dataset_url": "obs://bucket/MnistDataset.zip"}]
-    return {
-        "DATA_DOWNLOAD_METHOD": method,
-        "CODE_URL": "obs://bucket/code",
-        "LOCAL_CODE_PATH": str(local["code"]),
-        "DATASET_URL": json.dumps(listing) if method == "MOXING" else "",
-        "LOCAL_DATASET_PATH": str(local["dataset"]),
-        "DATASET_NEED_UNZIP": "true",
-        "PRETRAIN_MODEL_URL": "[]",
-        "LOCAL_PRETRAIN_MODEL_PATH": str(local["pretrain"]),
-        "OUTPUT_URL": "obs://bucket/c2net-out" if method == "MOXING" else "",
-        "LOCAL_OUTPUT_PATH": str(local["output"]),
-        "LOCAL_TENSORBOARD_PATH": str(tmp_path / "c2net" / "tensorboard"),
-    }
+        shutil.make_archive(
+            str(Path(env["LOCAL_DATASET_PATH"]) / "MnistDataset"), "zip", digits_dir
+        )
+    return env
+
+
+# (project, DATA_DOWNLOAD_METHOD, c2net importable) by test id.
+C2NET_JOBS = {
+    "pytorch-mount-c2net": ("pytorch", "MOUNT", True),
+    "pytorch-moxing-no-c2net": ("pytorch", "MOXING", False),
+    "mindspore-moxing-c2net": ("model", "MOXING", True),
+    "mindspore-mount-no-c2net": ("model", "MOUNT", False),
+}
 
 
 def without_c2net(tmp_path: Path) -> str:
@@ -89,21 +86,7 @@ def without_c2net(tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("name", "method", "package"),
-    [
-        ("pytorch", "MOUNT", True),
-        ("pytorch", "MOXING", False),
-        ("model", "MOXING", True),
-        ("model", "MOUNT", False),
-    ],
-    ids=[
-        "pytorch-mount-c2net",
-        "pytorch-moxing-no-c2net",
-        "mindspore-moxing-c2net",
-        "mindspore-mount-no-c2net",
-    ],
-)
+@pytest.mark.parametrize(("name", "method", "package"), C2NET_JOBS.values(), ids=C2NET_JOBS)
 def test_a_c2net_job_trains_with_no_path_flags(
     projects, bucket, digits_dir: Path, tmp_path: Path, name: str, method: str, package: bool
 ) -> None:

@@ -131,9 +131,11 @@ def commit_all(project: Path, message: str) -> None:
         subprocess.run(["git", *cmd], cwd=project, check=True)
 
 
-def build_image(target: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`gen image build --target TARGET ARGS` in the project at cwd."""
-    return gen("image", "build", "--target", target, *args, cwd=cwd)
+def build_image(
+    target: str, *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`gen image build --target TARGET ARGS` in the project at cwd, env added."""
+    return gen("image", "build", "--target", target, *args, cwd=cwd, env=env)
 
 
 def build_args(framework: str, wheelhouse: Path) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -153,13 +154,19 @@ def test_per_rank_a_signal_stops_every_rank(
         stderr=subprocess.PIPE,
         text=True,
     )
+    printed: list[str] = []  # the launcher's output, read as it comes
+    reader = threading.Thread(target=lambda: printed.extend(launcher.stdout), daemon=True)
+    reader.start()
     try:
+        # Every rank started and its pid recorded (the launcher prints it after): only then
+        # has the launcher all three to stop.
         deadline = time.monotonic() + 15
-        while len(processes_with(str(fake))) < 3 and time.monotonic() < deadline:
+        while sum("(pid " in line for line in printed) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(processes_with(str(fake))) == 3
+        assert len(processes_with(str(fake))) == 3, printed
         launcher.send_signal(sig)
-        _, stderr = launcher.communicate(timeout=20)
+        launcher.wait(timeout=20)
+        stderr = launcher.stderr.read()
     finally:
         launcher.kill()
     assert launcher.returncode == status

@@ -37,6 +37,13 @@ class BatchPlan:
     def steps_per_epoch(self) -> int:
         return self.num_samples // (self.batch_size * self.world_size)
 
+    def steps_in(self, epoch: int) -> int:
+        """Training steps in ``epoch``: fewer in the one where max_steps runs out."""
+        if self.max_steps is None:
+            return self.steps_per_epoch
+        left = self.max_steps - (epoch - 1) * self.steps_per_epoch
+        return max(0, min(self.steps_per_epoch, left))
+
     def steps_done(self, epoch: int) -> int:
         """Training steps taken by the end of ``epoch``."""
         steps = epoch * self.steps_per_epoch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from src.backend_api import BatchPlan
 from src.errors import ConfigError
 from src.sharding import epoch_order, rank_batches
 
@@ -36,3 +37,14 @@ def test_order_depends_on_seed_and_epoch_only() -> None:
 def test_global_batch_larger_than_dataset() -> None:
     with pytest.raises(ConfigError, match="exceeds the 10 training samples"):
         rank_batches(10, 8, world_size=2, rank=0, seed=0, epoch=1)
+
+
+def test_max_steps_cuts_the_epoch_where_it_runs_out() -> None:
+    # 1,294 samples in batches of 32: 40 steps an epoch.
+    inside_the_first = BatchPlan(1294, 32, 1, 0, 0, max_steps=30)
+    assert inside_the_first.steps_in(1) == len(inside_the_first.batches(1)) == 30
+    assert inside_the_first.last_epoch(12) == 1
+    into_the_second = BatchPlan(1294, 32, 1, 0, 0, max_steps=50)
+    assert [into_the_second.steps_in(e) for e in (1, 2, 3)] == [40, 10, 0]
+    assert len(into_the_second.batches(2)) == 10 and into_the_second.last_epoch(12) == 2
+    assert BatchPlan(1294, 32, 1, 0, 0).steps_in(7) == 40

@@ -81,12 +81,13 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with TrainStep."""
     step = TrainStep(backend.net, backend.optimizer, _scaler(backend), backend.world_size)
     step.set_train(True)
-    dataset = train_dataset(EpochBatches(backend.data["train"], plan, first))
+    source = EpochBatches(backend.data["train"], plan, first)
+    dataset = train_dataset(source)
     sink = backend.sink  # off on the CPU, which has no ms.data_sink
-    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, plan.steps_per_epoch)
+    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, source.steps)
     if sink:
         # Each call runs a whole sink of steps on the device and returns its last loss.
-        run_sink = ms.data_sink(step, dataset, sink_size=plan.steps_per_epoch // sinks)
+        run_sink = ms.data_sink(step, dataset, sink_size=source.steps // sinks)
     else:
         batches = dataset.create_tuple_iterator(num_epochs=last - first + 1)
     for epoch in range(first, last + 1):

@@ -71,8 +71,8 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     # backend.sink is off on the CPU: there MindSpore would silently feed step by step but
     # still count sink_size steps as an epoch.
     sink = backend.sink
-    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, plan.steps_per_epoch)
     source = EpochBatches(backend.data["train"], plan, first)
+    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, source.steps)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     # In data parallel mode Model's train cell averages the gradients over the ranks.
     model = Model(backend.net, loss_fn, backend.optimizer, loss_scale_manager=_scale(backend))
@@ -82,6 +82,6 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         train_dataset(source),
         callbacks=[EpochCallback(on_epoch_end, sinks)],
         dataset_sink_mode=sink,
-        sink_size=plan.steps_per_epoch // sinks if sink else -1,
+        sink_size=source.steps // sinks if sink else -1,
         initial_epoch=(first - 1) * sinks,
     )

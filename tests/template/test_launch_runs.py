@@ -153,6 +153,9 @@ def test_per_rank_a_signal_stops_every_rank(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite started in the background (`cmd &`) inherits SIGINT
+        # ignored, and bash cannot trap a signal ignored when it starts.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     printed: list[str] = []  # the launcher's output, read as it comes
     reader = threading.Thread(target=lambda: printed.extend(launcher.stdout), daemon=True)

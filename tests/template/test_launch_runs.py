@@ -189,3 +189,27 @@ def test_msrun_not_found(render_project: RenderProject, tmp_path: Path) -> None:
     assert f"error: no msrun found for {bare}, next to it or on PATH" in result.stderr
     dry = run(project / "scripts" / "run_msrun.sh", "--dry-run", environ=variables)
     assert dry.returncode == 0 and "# no msrun found for" in dry.stdout
+
+
+INTERFACE = (
+    "set -euo pipefail; python=$PYTHON project_root=$PWD; . scripts/launch_lib.sh;"
+    " master_addr=127.0.0.1; choose_interface;"
+    ' echo "$GLOO_SOCKET_IFNAME $NCCL_SOCKET_IFNAME $HCCL_SOCKET_IFNAME $HCCL_IF_IP"'
+)
+
+
+def test_the_interface_is_the_one_that_routes_to_the_master_unless_set(
+    render_project: RenderProject,
+) -> None:
+    project = render_project(devices_per_node=1)
+
+    def chosen(**given: str) -> str:
+        variables = env(PYTHON=sys.executable, **given)
+        result = subprocess.run(
+            ["bash", "-c", INTERFACE], cwd=project, env=variables, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert chosen() == "lo lo lo 127.0.0.1"
+    assert chosen(GLOO_SOCKET_IFNAME="eth9", HCCL_IF_IP="10.0.0.5") == "eth9 lo lo 10.0.0.5"

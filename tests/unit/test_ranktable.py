@@ -387,6 +387,9 @@ def test_group_list_tables_number_their_ranks() -> None:
     parsed = rt.validate({"status": "completed", "group_count": "1", "group_list": [group]})
     assert [s.server_id for s in parsed.servers] == ["10.0.0.1", "10.0.0.2"]
     assert [(d.rank_id, d.device_id) for d in parsed.servers[1].devices] == [(2, 0), (3, 1)]
+    converted = rt.convert(parsed).to_dict()  # `gen ranktable convert`: the 1.0 server_list
+    assert (converted["version"], converted["server_count"]) == ("1.0", "2")
+    assert [d["rank_id"] for d in converted["server_list"][1]["device"]] == ["2", "3"]
     # One instance per pod holding all its devices (no rank_id): ranks in order.
     pod = {
         "instance_list": [

@@ -119,6 +119,10 @@ def test_pretrained_weights_load_and_named_layers_can_be_skipped(
     loaded = run_train(*args, "--skip_layers", layer, "--train_url", str(tmp_path / "b"))
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert f"loaded pretrained weights from {weights} (kept {layer} initialised)" in loaded.stdout
+    # Weights only: the run starts at epoch 1, not where the pretrained run stopped.
+    record = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["epoch"] for line in record][0] == 1
+    assert checkpoint(tmp_path / "b", 1).is_file()
 
 
 @pytest.mark.parametrize(

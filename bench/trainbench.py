@@ -94,10 +94,11 @@ def read_digits(directory: Path) -> Digits:
 def training_split(digits: Digits) -> tuple[np.ndarray, np.ndarray]:
     """The samples train.py trains on: the train split less the validation it holds out."""
     # Imported from the rendered project (on sys.path): the same hold-out as train.py's.
-    from src.mnist import Split, hold_out
+    from src.scaffold.splits import array_split, hold_out
 
-    train, _ = hold_out(Split(digits.train_images, digits.train_labels), VAL_FRACTION, SEED)
-    return train.images, train.labels
+    split = array_split(digits.train_images, digits.train_labels)
+    train, _ = hold_out(split, VAL_FRACTION, SEED)
+    return train.arrays, train.labels
 
 
 def render_project(work: Path, name: str, **options: str) -> Path:

@@ -24,11 +24,11 @@ ASCEND_ONLY = (
 )
 CUDA_ONLY = ("Dockerfile.cuda",)
 # A MindSpore project carries the training loop it was generated with, not both,
-# as src/train_loop.py.
-MS_LOOP_FILES = {"model": "src/model_loop.py", "custom": "src/custom_loop.py"}
-MS_LOOP = "src/train_loop.py"
+# as src/scaffold/train_loop.py.
+MS_LOOP_FILES = {"model": "src/scaffold/model_loop.py", "custom": "src/scaffold/custom_loop.py"}
+MS_LOOP = "src/scaffold/train_loop.py"
 # Tests of one loop's own parts go with it.
-MS_LOOP_TESTS = {"custom": "tests/test_custom_loop.py"}
+MS_LOOP_TESTS = {"custom": "checks/test_custom_loop.py"}
 
 
 def finalize(project_dir: Path, options: Options) -> None:

@@ -1,7 +1,8 @@
-"""Train LeNet on MNIST: the boot file OpenI, ModelArts and the launch scripts run.
+"""Train the model of src/model.py on the data src/data.py reads: the boot file OpenI,
+ModelArts and the launch scripts run.
 
 On a CPU, a CUDA GPU or an Ascend NPU, alone or as one rank of many; see
-README.md for the options and src/runner.py for the order of a run.
+README.md for the options and src/scaffold/runner.py for the order of a run.
 """
 
 import sys
@@ -12,7 +13,7 @@ if sys.version_info < (3, 8):  # noqa: UP036 (the check itself)
     sys.stderr.write(sys.version.split()[0] + "\n")
     sys.exit(2)
 
-from src.runner import main  # noqa: E402
+from src.scaffold.runner import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

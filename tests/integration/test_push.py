@@ -121,12 +121,12 @@ def test_push_over_http_with_a_token(
     # Changes since the last push: one modified, one added, one deleted; origin by default.
     (project / "train.py").write_text((project / "train.py").read_text() + "\n# tuned\n")
     (project / "NOTES.md").write_text("notes\n")
-    (project / "tests" / "test_record.py").unlink()
+    (project / "checks" / "test_record.py").unlink()
     before = _snapshot(project)
     result = push("--dry-run")
     assert result.returncode == 0, result.stderr
     assert "would commit 3 change(s) on top of " in result.stdout
-    for line in ("  M train.py", "  A NOTES.md", "  D tests/test_record.py"):
+    for line in ("  M train.py", "  A NOTES.md", "  D checks/test_record.py"):
         assert line in result.stdout
     assert _snapshot(project) == before
 
@@ -136,7 +136,7 @@ def test_push_over_http_with_a_token(
     clone = _clone(bare, tmp_path / "clone2")
     assert _git(clone, "log", "--format=%s").splitlines()[0].startswith("gen push: ")
     assert (clone / "train.py").read_text().endswith("# tuned\n")
-    assert not (clone / "tests" / "test_record.py").exists()
+    assert not (clone / "checks" / "test_record.py").exists()
 
     result = push()
     assert result.returncode == 0, result.stderr

@@ -18,12 +18,13 @@ import pytest
 from generator.options import Options
 from generator.project import render
 
-IMAGE = os.environ.get("STANDIN_PY39", "train-template/standin-base:bullseye-py39")
-PACKAGES = "python3,python3-numpy,python3-yaml,python3-pytest"
+IMAGE = os.environ.get("STANDIN_PY39", "train-template/standin-base:bullseye-py39-pil")
+PACKAGES = "python3,python3-numpy,python3-yaml,python3-pytest,python3-pil"
 # The project's tests that need no framework.
 FRAMEWORK_FREE = (
     "test_config.py",
-    "test_datasets.py",
+    "test_finder.py",
+    "test_data.py",
     "test_once.py",
     "test_checkpoints.py",
     "test_uploads.py",
@@ -38,10 +39,10 @@ os.makedirs("/tmp/c/dataset")
 shutil.make_archive("/tmp/c/dataset/MnistDataset", "zip", "data")
 os.environ.update(DATA_DOWNLOAD_METHOD="MOUNT", LOCAL_DATASET_PATH="/tmp/c/dataset",
     DATASET_NEED_UNZIP="true", LOCAL_OUTPUT_PATH="/tmp/c/output", TRAIN_CACHE_DIR="/tmp/cache")
-from src import config, datasets, storage
+from src.scaffold import config, finder, storage
 cfg = config.parse_config([])
 where = storage.prepare(cfg)
-splits = datasets.splits(dataclasses.replace(cfg, data_url=where.data), 1)
+splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), 1)
 print(where.data, where.output, len(splits.train), os.path.isdir(where.data / "MnistDataset"))
 """
 
@@ -115,10 +116,11 @@ def test_framework_free_parts_run_on_python_3_9(
         "python3",
         "-c",
         "import sys; assert sys.version_info[:2] == (3, 9), sys.version\n"
-        "from src import c2net_env, checkpoints, config, datasets, obs, once, pretrained\n"
-        "from src import record, sharding, storage, uploads\n"
+        "from src import data\n"
+        "from src.scaffold import c2net, checkpoints, config, finder, obs, once, pretrained\n"
+        "from src.scaffold import record, sharding, storage, uploads\n"
         "cfg = config.parse_config(['--data_url', 'data', '--train_url', '/tmp/out'])\n"
-        "splits = datasets.splits(cfg, 1)\n"
+        "splits = finder.splits(cfg, 1)\n"
         "print(len(splits.train), len(splits.val), len(splits.test), cfg.epoch_size)",
     )
     assert imports.returncode == 0, imports.stderr[-3000:]

@@ -36,11 +36,15 @@ def test_performance_1p_runs_a_fixed_number_of_steps_and_sums_up(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = dict(re.findall(r"^(\w+) = (.+)$", result.stdout, re.M))
     assert set(FIELDS) <= summary.keys(), result.stdout[-2000:]
-    assert summary["CaseName"] == "LeNet_bs32_1p_perf" and summary["RankSize"] == "1"
+    assert (
+        summary["CaseName"] == "lenet_bs32_1p_perf"
+        and summary["Network"] == "lenet"
+        and summary["RankSize"] == "1"
+    )
     assert float(summary["ActualFPS"]) > 0 and float(summary["TrainingTime"]) > 0
     assert 0 <= float(summary["TrainAccuracy"]) <= 1 and float(summary["ActualLoss"]) > 0
     case_dir = project / "test" / "output" / "0"
-    assert (case_dir / "LeNet_bs32_1p_perf.log").read_text().count(" = ") == len(FIELDS) + 1
+    assert (case_dir / "lenet_bs32_1p_perf.log").read_text().count(" = ") == len(FIELDS) + 1
     assert (case_dir / "train_0.log").is_file()
     # 30 steps: part of the first epoch (40 steps of 32 on the training split).
     steps = [

@@ -80,3 +80,19 @@ def full_run(
         return done[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def imagefolder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits as RGB 32x32 PNGs, one folder per class, in train/ and test/."""
+    from tests.training.byo import write_imagefolder
+
+    return write_imagefolder(tmp_path_factory.mktemp("imagefolder"))
+
+
+@pytest.fixture(scope="session")
+def table_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits' 64 features and label as train.csv and test.csv."""
+    from tests.training.byo import write_csv
+
+    return write_csv(tmp_path_factory.mktemp("table"))

@@ -218,9 +218,9 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
 # --- OBS through moxing: one copier per node, uploads once per change, with retries -------
 STAGE = """
 import json, sys
-from src import storage
-from src.config import parse_config
-from src.errors import TrainError
+from src.scaffold import storage
+from src.scaffold.config import parse_config
+from src.scaffold.errors import TrainError
 try:
     where = storage.prepare(parse_config(sys.argv[1:]))
 except TrainError as err:

@@ -185,6 +185,57 @@ def test_the_finder_finds_a_renamed_copy(tmp_path: Path) -> None:
     assert shared_pairs(tmp_path) == [("a.py", "b.py")]
 
 
+# The researcher's rooms at the top of src/; the platform floor below it, in src/scaffold/.
+RESEARCHER_FILES = {"__init__.py", "model.py", "data.py", "step.py"}
+
+
+def _project_names() -> set[str]:
+    """Every file and folder name a generated project can hold (both frameworks' overlays
+    as they land), by stem: model.py -> model."""
+    names: set[str] = set()
+    for path in _tracked(f"{TEMPLATE.name}/*"):
+        parts = path.relative_to(TEMPLATE).parts
+        if parts[0] in ("_pytorch", "_mindspore"):
+            parts = parts[1:]
+        names.update(part if part.startswith(".") else part.split(".")[0] for part in parts)
+    return names
+
+
+def _one_letter_apart(a: str, b: str) -> bool:
+    """a and b differ by one letter: changed, added or dropped (run_1p/run_8p differ by a
+    digit, which reads as a number, not as a typo)."""
+    if len(a) == len(b):
+        diff = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+        return len(diff) == 1 and diff[0][0].isalpha() and diff[0][1].isalpha()
+    short, long = sorted((a, b), key=len)
+    if len(long) - len(short) != 1:
+        return False
+    return any(long[:i] + long[i + 1 :] == short and long[i].isalpha() for i in range(len(long)))
+
+
+def test_no_two_project_names_differ_by_one_letter() -> None:
+    names = sorted(_project_names())
+    close = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if _one_letter_apart(a, b)]
+    assert not close, f"names one letter apart (dataset/datasets, test/tests): {close}"
+    assert _one_letter_apart("dataset", "datasets") and _one_letter_apart("test", "tests")
+    assert not _one_letter_apart("run_1p", "run_8p")
+
+
+def test_src_has_two_storeys() -> None:
+    """src/ holds the files a researcher edits and the scaffold package; nothing else."""
+    for overlay in ("", "_pytorch/", "_mindspore/"):
+        top = {
+            p.relative_to(TEMPLATE / f"{overlay}src").parts[0]
+            for p in _tracked(f"{TEMPLATE.name}/{overlay}src/*")
+        }
+        assert top - {"scaffold"} <= RESEARCHER_FILES, (overlay, top)
+    shared = {p.name for p in _tracked(f"{TEMPLATE.name}/src/*") if p.parent.name == "src"}
+    framework = {
+        p.name for p in _tracked(f"{TEMPLATE.name}/_pytorch/src/*") if p.parent.name == "src"
+    }
+    assert shared | framework == RESEARCHER_FILES
+
+
 if __name__ == "__main__":
     for a, b in shared_pairs(Path(sys.argv[1]).resolve() if sys.argv[1:] else REPO):
         print(f"{a} ~ {b}")

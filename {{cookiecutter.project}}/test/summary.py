@@ -11,8 +11,6 @@ import json
 import platform
 from pathlib import Path
 
-NETWORK = "LeNet"
-
 
 def summary(output: Path, rank_size: int, e2e: float, mode: str) -> dict:
     hparams = json.loads((output / "hparams.json").read_text(encoding="utf-8"))
@@ -23,9 +21,11 @@ def summary(output: Path, rank_size: int, e2e: float, mode: str) -> dict:
     steady = train[1:] or train
     fps = sum(m["samples_per_s"] for m in steady) / len(steady)
     batch = int(hparams["batch_size"])
-    case = f"{NETWORK}_bs{batch}_{rank_size}p_{'perf' if mode == 'performance' else 'acc'}"
+    # The model the run trained (src/model.py), as the run record names it.
+    network = str(hparams.get("model", "lenet"))
+    case = f"{network}_bs{batch}_{rank_size}p_{'perf' if mode == 'performance' else 'acc'}"
     return {
-        "Network": NETWORK,
+        "Network": network,
         "RankSize": rank_size,
         "BatchSize": batch,
         "DeviceType": platform.machine(),

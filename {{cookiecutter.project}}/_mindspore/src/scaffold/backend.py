@@ -1,0 +1,158 @@
+"""MindSpore's side of a run (src/scaffold/backend_api.py): device and process group, the
+model of src/model.py for the data's shape, mixed precision, evaluation and checkpoints.
+The epochs themselves run in src/scaffold/train_loop.py: Model.train with callbacks, or
+a hand-written loop; both take their batches from src/scaffold/loader.py."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+from mindspore import nn
+from mindspore.amp import auto_mixed_precision
+
+import src.model  # noqa: F401 (its @model functions register themselves)
+from src import step
+from src.scaffold import pretrained
+from src.scaffold.backend_api import BatchPlan, EpochEnd
+from src.scaffold.config_ext import MSConfig, sink_on
+from src.scaffold.context import init_env
+from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.loader import Loader
+from src.scaffold.registry import MODELS, DataShape, ModelSpec
+from src.scaffold.splits import Splits
+from src.scaffold.train_loop import LOOP, fit
+
+log = logging.getLogger(__name__)
+CHECKPOINT_SUFFIX = ".ckpt"
+# The default model's output layer: the one to --skip_layers when fine-tuning to another
+# number of classes (each model names its own in src/model.py).
+HEAD = MODELS["lenet"].head
+# Checkpoint entries that are bookkeeping, not weights or optimizer state.
+META = ("epoch", "seed")
+# What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
+LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
+
+
+def model_spec(name: str) -> ModelSpec:
+    """The model registered as ``name`` in src/model.py; ConfigError naming those there."""
+    if name not in MODELS:
+        raise ConfigError(f"unknown model {name!r}; src/model.py has {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+class MindSporeBackend:
+    """The model trained with src/step.py's loss and optimizer; gradients averaged over
+    the ranks (data parallel)."""
+
+    name = "mindspore"
+    suffix = CHECKPOINT_SUFFIX
+    net: nn.Cell
+    optimizer: nn.Optimizer
+    loader: Loader
+
+    def __init__(self, cfg: MSConfig) -> None:
+        ctx = init_env(cfg)
+        # msrun's scheduler never gets here: its init() coordinates the job, then exits.
+        self.scheduler_only = os.environ.get("MS_ROLE") == "MS_SCHED"
+        self.rank, self.world_size, self.target = ctx.rank, ctx.group_size, ctx.device_target
+        self.device = ctx.device_target
+        if ctx.device_id is not None:
+            self.device += f":{ctx.device_id}"
+        self.cfg = cfg
+        # Checked before the data is read: a typo fails in a second, not after staging.
+        self.spec = model_spec(cfg.model)
+        self.input_shape = self.spec.input_shape
+        self.amp = cfg.amp == "true" or (cfg.amp == "auto" and self.target != "CPU")
+        self.sink = sink_on(cfg.dataset_sink_mode, self.target)
+        if cfg.dataset_sink_mode == "true" and not self.sink:
+            log.info("MindSpore has no data sink on the CPU: training without it")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.cfg.model,
+            "train_loop": LOOP,
+            "amp": self.cfg.amp_level.upper() if self.amp else "O0",
+            "dataset_sink_mode": self.sink,
+        }
+
+    def setup(self, splits: Splits) -> None:
+        info = splits.info
+        # Seeded again here: every rank builds the same initial weights, whatever ran before.
+        ms.set_seed(self.cfg.seed)
+        try:
+            self.net = self.spec.build(DataShape(tuple(info.shape), info.num_classes))
+        except ValueError as err:
+            raise ConfigError(str(err)) from err
+        if self.amp:
+            # float16 compute; the loops then scale the loss dynamically and skip steps
+            # whose gradients overflow.
+            self.net = auto_mixed_precision(self.net, self.cfg.amp_level.upper())
+        self.optimizer = step.optimizer(self.net.trainable_params(), self.cfg)
+        self.loader = Loader(splits, self.cfg, self.world_size)
+
+    def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
+        fit(self, first, last, plan, on_epoch_end)
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        return step.evaluate(self.net, self.loader.batches(split))
+
+    def save(self, path: Path, meta: dict[str, int]) -> None:
+        # The optimizer's parameters include the network's: one entry per name.
+        params = {p.name: p for p in (*self.net.get_parameters(), *self.optimizer.get_parameters())}
+        # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
+        tmp = path.with_name(f".{path.stem}.tmp.ckpt")
+        entries = [{"name": name, "data": p} for name, p in params.items()]
+        ms.save_checkpoint(entries, str(tmp), append_dict=dict(meta))
+        os.replace(tmp, path)
+
+    def _read(self, path: Path, what: str) -> dict[str, Any]:
+        if not path.is_file():
+            raise CheckpointError(f"{what} {path}: no such file")
+        try:
+            return ms.load_checkpoint(str(path))
+        except LOAD_ERRORS as err:
+            reason = " ".join(str(err).split())[:300] or type(err).__name__
+            raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
+
+    def restore(self, path: Path) -> dict[str, int]:
+        params = self._read(path, "--resume")
+        try:
+            meta = {key: int(params.pop(key).asnumpy()) for key in META}
+            missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
+            missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
+        except LOAD_ERRORS as err:
+            reason = " ".join(str(err).split())[:300] or type(err).__name__
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: {reason}"
+            ) from err
+        if missing:
+            lacks = ", ".join(missing[:5])
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: it lacks {lacks}"
+            )
+        return meta
+
+    def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
+        params = self._read(path, "--pretrained")
+        # Every parameter of the net: BatchNorm's running statistics are weights here too.
+        own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
+        shapes = {k: tuple(v.shape) for k, v in params.items()}
+        chosen = pretrained.select(path, own, shapes, skip)
+        ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
+
+    def close(self) -> None:
+        """MindSpore leaves its process group at exit."""
+
+
+def create(cfg: MSConfig) -> MindSporeBackend:
+    return MindSporeBackend(cfg)
+
+
+def load_arrays(path: Path) -> dict[str, Any]:
+    """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
+    params = ms.load_checkpoint(str(path))
+    return {name: p.asnumpy() for name, p in params.items() if name not in META}

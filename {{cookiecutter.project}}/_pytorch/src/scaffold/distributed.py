@@ -1,0 +1,148 @@
+"""This process's place in the job and its device, however it was started.
+
+* torchrun (and the Kubernetes operators, which start torchrun): RANK,
+  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+* One process per device, as ModelArts, OpenI's NPU jobs and the ModelZoo 8p
+  loops start them: RANK_SIZE, RANK_ID, DEVICE_ID (or ASCEND_DEVICE_ID), maybe
+  RANK_TABLE_FILE. The ranks meet at MASTER_ADDR:MASTER_PORT, else at the rank
+  table's first server.
+* Neither: one process alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from src.scaffold.config import env_int
+from src.scaffold.errors import DeviceError
+
+BACKENDS = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
+DEFAULT_PORT = 29500
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where this process stands among the job's processes."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    device_index: int = 0
+    master_addr: str | None = None
+    master_port: int = DEFAULT_PORT
+
+
+def _first_server(table: Path) -> str:
+    """The first server's address in an HCCL rank table (server_list or group_list form)."""
+    try:
+        data = json.loads(table.read_text(encoding="utf-8"))
+        if "server_list" in data:
+            return str(data["server_list"][0]["server_id"])
+        return str(data["group_list"][0]["instance_list"][0]["server_id"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+        raise DeviceError(f"RANK_TABLE_FILE={table}: cannot read its first server ({err})") from err
+
+
+def _per_device(world_size: int) -> Placement:
+    """A process started for one device with RANK_SIZE, RANK_ID and DEVICE_ID."""
+    rank = env_int("RANK_ID")
+    device = env_int("DEVICE_ID")
+    device = device if device is not None else env_int("ASCEND_DEVICE_ID")
+    master = os.environ.get("MASTER_ADDR") or None
+    table = os.environ.get("RANK_TABLE_FILE")
+    missing = [name for name, value in (("RANK_ID", rank), ("DEVICE_ID", device)) if value is None]
+    if master is None and not table:
+        missing.append("MASTER_ADDR (or RANK_TABLE_FILE)")
+    if missing:
+        raise DeviceError(
+            f"RANK_SIZE={world_size} starts one process per device, but {', '.join(missing)} "
+            "is not set: the ranks could not meet (set them, or start the job with "
+            "scripts/run_8p.sh)"
+        )
+    assert rank is not None and device is not None
+    if not 0 <= rank < world_size:
+        raise DeviceError(f"RANK_ID={rank} is not below RANK_SIZE={world_size}")
+    return Placement(
+        rank=rank,
+        world_size=world_size,
+        local_world_size=env_int("LOCAL_WORLD_SIZE") or min(world_size, 8),
+        device_index=device,
+        master_addr=master or _first_server(Path(str(table))),
+        master_port=env_int("MASTER_PORT") or DEFAULT_PORT,
+    )
+
+
+def placement() -> Placement:
+    """Read the launcher's variables (see the module's docstring)."""
+    world_size = env_int("WORLD_SIZE")
+    if world_size is not None and world_size > 1:
+        local = env_int("LOCAL_RANK") or 0
+        return Placement(
+            rank=env_int("RANK") or 0,
+            world_size=world_size,
+            local_world_size=env_int("LOCAL_WORLD_SIZE") or 1,
+            device_index=local,
+            master_addr=os.environ.get("MASTER_ADDR"),
+            master_port=env_int("MASTER_PORT") or DEFAULT_PORT,
+        )
+    rank_size = env_int("RANK_SIZE")
+    if rank_size is not None and rank_size > 1:
+        return _per_device(rank_size)
+    return Placement(device_index=env_int("LOCAL_RANK") or env_int("DEVICE_ID") or 0)
+
+
+def _npu_available() -> bool:
+    try:
+        import torch_npu  # noqa: F401  (registers torch.npu)
+    except ImportError:
+        return False
+    return torch.npu.is_available()
+
+
+def pick_device(target: str, index: int) -> torch.device:
+    """The device for target auto, cpu, cuda or npu; an accelerator's is made current."""
+    if target == "auto":
+        target = "npu" if _npu_available() else "cuda" if torch.cuda.is_available() else "cpu"
+    if target == "cpu":
+        return torch.device("cpu")
+    if target == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("device_target cuda was requested but no CUDA GPU is available")
+    if target == "npu" and not _npu_available():
+        raise DeviceError("device_target npu needs torch_npu and an Ascend NPU; found neither")
+    module = torch.cuda if target == "cuda" else torch.npu
+    count = module.device_count()
+    if index >= count:
+        raise DeviceError(f"this process wants {target}:{index}, but {count} are visible")
+    module.set_device(index)
+    return torch.device(target, index)
+
+
+def join(place: Placement, device: torch.device) -> None:
+    """Join the process group of a multi-rank job; nothing for one process."""
+    if place.world_size == 1:
+        return
+    if place.master_addr:
+        os.environ.setdefault("MASTER_ADDR", place.master_addr)
+        os.environ.setdefault("MASTER_PORT", str(place.master_port))
+    dist.init_process_group(BACKENDS[device.type], rank=place.rank, world_size=place.world_size)
+
+
+def average(value: torch.Tensor, world_size: int) -> torch.Tensor:
+    """The mean of a tensor over all ranks (the tensor itself with one process)."""
+    if world_size == 1:
+        return value
+    value = value.clone()
+    dist.all_reduce(value)
+    return value / world_size
+
+
+def leave() -> None:
+    """Leave the process group, if this process joined one."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,125 @@
+"""Options: code defaults < config.yaml < flags; platform flags are ignored; bad values fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from src.scaffold.config import DEFAULT_CONFIG, Config, ConfigError, parse_config
+
+
+def write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_config_parses() -> None:
+    cfg = parse_config([])
+    assert cfg.config_path == DEFAULT_CONFIG
+    assert cfg.epoch_size >= 1 and cfg.batch_size >= 1 and cfg.lr > 0
+    # Three checkpoints besides the best: enough to resume from, bounded on disk.
+    assert cfg.keep_checkpoints == Config().keep_checkpoints == 3
+
+
+def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "lr: 1e-3\nbatch_size: 16\nepoch_size: 3\ndata_url: /dataset\n")
+    cfg = parse_config(["--config_path", str(path), "--batch_size", "8"])
+    assert cfg.lr == 0.001  # PyYAML reads 1e-3 as a string: converted like the flag
+    assert cfg.batch_size == 8
+    assert cfg.epoch_size == 3
+    assert cfg.data_url == Path("/dataset")
+    assert cfg.momentum == Config().momentum  # not in the file: the code default
+
+
+def test_relative_paths_in_yaml_are_relative_to_the_file(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "data_url: ./data\ntrain_url: out\n")
+    cfg = parse_config(["--config_path", str(path), "--dataset_name", "mnist"])
+    assert cfg.data_url == tmp_path / "data"
+    assert cfg.dataset_name == "mnist"
+    assert cfg.train_url == tmp_path / "out"
+    flagged = parse_config(["--config_path", str(path), "--train_url", "rel"])
+    assert flagged.train_url == Path("rel")  # a flag is relative to the working directory
+
+
+def test_platform_arguments_are_kept_by_name(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "")
+    argv = ["--config_path", str(path), "--multi_data_url", "[{}]", "--init_method=tcp://1:2"]
+    cfg = parse_config([*argv, "--ckpt_url", "/ckpt", "--epoch_size", "2", "--ckpt_url", "x"])
+    assert cfg.epoch_size == 2
+    # Names only, once each: values may hold credentials or long URLs.
+    assert cfg.ignored_args == ("--multi_data_url", "--init_method", "--ckpt_url")
+
+
+def test_no_abbreviations(tmp_path: Path) -> None:
+    cfg = parse_config(["--config_path", str(write_config(tmp_path, "")), "--data", "/x"])
+    assert cfg.data_url == Config().data_url
+    assert cfg.ignored_args == ("--data",)
+
+
+def test_the_seed_samples_data_flags_are_aliases(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "")
+    cfg = parse_config(["--config_path", str(path), "--traindata", "/d/train", "--testdata=/d/t"])
+    assert (cfg.train_dir, cfg.test_dir) == (Path("/d/train"), Path("/d/t"))
+    assert cfg.ignored_args == ()
+
+
+def test_flags_given_are_known_apart_from_yaml(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "data_url: /yaml\n")
+    cfg = parse_config(["--config_path", str(path), "--train_url", "/out", "--lr", "0.1"])
+    assert set(cfg.given) == {"config_path", "train_url", "lr"}
+    assert "given" not in cfg.hparams() and "ignored_args" not in cfg.hparams()
+
+
+def test_resume_auto_skip_layers_and_amp(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "skip_layers: [classifier.4, fc3]\nresume: auto\namp: 'true'\n")
+    cfg = parse_config(["--config_path", str(path)])
+    assert (cfg.resume, cfg.skip_layers, cfg.amp) == ("auto", ("classifier.4", "fc3"), "true")
+    flagged = parse_config(["--config_path", str(path), "--resume", "x.pt", "--skip_layers", "a,b"])
+    assert (flagged.resume, flagged.skip_layers) == (Path("x.pt"), ("a", "b"))
+    assert flagged.hparams()["skip_layers"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(("given", "target"), [("Ascend", "npu"), ("GPU", "cuda"), ("cpu", "cpu")])
+def test_device_target_names(tmp_path: Path, given: str, target: str) -> None:
+    path = write_config(tmp_path, "")
+    assert parse_config(["--config_path", str(path), "--device_target", given]).device_target == (
+        target
+    )
+
+
+def test_smoke_trains_one_epoch_unless_told(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "epoch_size: 10\n")
+    assert parse_config(["--config_path", str(path), "--smoke"]).epoch_size == 1
+    argv = ["--config_path", str(path), "--smoke", "--epoch_size", "2"]
+    assert parse_config(argv).epoch_size == 2
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "argv", "message"),
+    [
+        ("", ["--device_target", "tpu"], "unknown device target 'tpu'"),
+        ("", ["--batch_size", "0"], "--batch_size: 0 must be at least 1"),
+        ("", ["--lr", "fast"], "--lr: 'fast' is not a number"),
+        ("", ["--momentum", "1"], "--momentum: 1 must be in"),
+        ("", ["--val_fraction", "1"], "--val_fraction: 1 must be in"),
+        ("", ["--amp", "maybe"], "--amp: 'maybe' is not one of auto, true, false"),
+        ("", ["--keep_checkpoints", "0"], "--keep_checkpoints: 0 must be at least 1"),
+        ("epochs: 3\n", [], "unknown option 'epochs'"),
+        ("batch_size: many\n", [], "batch_size: 'many' is not a whole number"),
+        ("- a list\n", [], "must hold a mapping"),
+        ("lr: [1\n", [], "not valid YAML"),
+    ],
+)
+def test_bad_values_raise_config_error(
+    tmp_path: Path, yaml_text: str, argv: list[str], message: str
+) -> None:
+    path = write_config(tmp_path, yaml_text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        parse_config(["--config_path", str(path), *argv])
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        parse_config(["--config_path", str(tmp_path / "nope.yaml")])

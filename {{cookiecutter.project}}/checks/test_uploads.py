@@ -1,0 +1,111 @@
+"""Uploads to the platform: changed files once, dropped ones removed, retries, the final word."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from src.scaffold.errors import StorageError
+from src.scaffold.uploads import Uploader
+
+
+class Bucket:
+    """A Remote that is a local directory, failing the first ``failures`` calls of put."""
+
+    def __init__(self, root: Path, failures: int = 0) -> None:
+        self.root, self.failures = root, failures
+        self.where = str(root)
+        self.puts: list[list[str]] = []
+
+    def put(self, local: Path, names: list[str]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StorageError("copying to the bucket failed: 503 Service Unavailable")
+        self.puts.append(names)
+        for name in names:
+            (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(local / name, self.root / name)
+
+    def delete(self, names: list[str]) -> None:
+        for name in names:
+            (self.root / name).unlink()
+
+    def get(self, names: list[str], local: Path) -> list[str]:
+        found = [n for n in names if (self.root / n).is_file()]
+        for name in found:
+            shutil.copy(self.root / name, local / name)
+        return found
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.setenv("TRAIN_UPLOAD_BACKOFF", "0.01")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "bucket").mkdir()
+    return tmp_path / "out", tmp_path / "bucket"
+
+
+def test_each_file_goes_up_once_per_change(dirs: tuple[Path, Path]) -> None:
+    out, bucket = dirs
+    remote = Bucket(bucket)
+    uploader = Uploader(out, remote)
+    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    (out / "metrics.jsonl").write_text("a\n")
+    (out / ".lenet_epoch2.pt.tmp").write_bytes(b"half")
+    assert uploader.sync()
+    (out / "lenet_epoch2.pt").write_bytes(b"2")
+    with (out / "metrics.jsonl").open("a") as stream:
+        stream.write("b\n")
+    (out / "lenet_epoch1.pt").unlink()
+    assert uploader.sync(final=True)
+    assert remote.puts == [
+        ["lenet_epoch1.pt", "metrics.jsonl"],
+        ["lenet_epoch2.pt", "metrics.jsonl"],
+    ]
+    assert sorted(p.name for p in bucket.iterdir()) == ["lenet_epoch2.pt", "metrics.jsonl"]
+    assert uploader.sync(final=True) and len(remote.puts) == 2  # nothing changed: nothing sent
+
+
+def test_a_failed_epoch_upload_warns_and_retries_later(
+    dirs: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    out, bucket = dirs
+    remote = Bucket(bucket, failures=3)  # every attempt of the first sync fails
+    uploader = Uploader(out, remote)
+    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    with caplog.at_level(logging.WARNING):
+        assert uploader.sync() is False
+    assert "trying again after the next epoch" in caplog.text
+    assert "attempt 1 of 3" in caplog.text
+    assert uploader.sync(final=True)
+    assert (bucket / "lenet_epoch1.pt").read_bytes() == b"1"
+
+
+def test_a_transient_failure_is_retried_at_once(dirs: tuple[Path, Path]) -> None:
+    out, bucket = dirs
+    (out / "record.json").write_text("{}")
+    assert Uploader(out, Bucket(bucket, failures=2)).sync(final=True)
+    assert (bucket / "record.json").is_file()
+
+
+def test_the_final_upload_must_succeed(dirs: tuple[Path, Path]) -> None:
+    out, bucket = dirs
+    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    with pytest.raises(StorageError, match=r"503 .*gave up after 3 attempts"):
+        Uploader(out, Bucket(bucket, failures=99)).sync(final=True)
+
+
+def test_fetched_files_are_not_sent_back(dirs: tuple[Path, Path]) -> None:
+    out, bucket = dirs
+    (bucket / "latest.json").write_text("{}")
+    remote = Bucket(bucket)
+    uploader = Uploader(out, remote)
+    uploader.mark_present(remote.get(["latest.json", "missing.pt"], out))
+    assert uploader.sync(final=True) and remote.puts == []
+
+
+def test_no_remote_means_nothing_to_do(tmp_path: Path) -> None:
+    assert Uploader(tmp_path, None).sync(final=True)

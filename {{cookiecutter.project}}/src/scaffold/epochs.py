@@ -1,0 +1,68 @@
+"""What happens after every epoch, for both frameworks: validation, the log line, the run
+record, the checkpoint (newest N plus the best kept) and the upload to the platform."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from src.scaffold.backend_api import Backend, BatchPlan
+from src.scaffold.checkpoints import Retention, name
+from src.scaffold.record import RunRecord
+from src.scaffold.uploads import Uploader
+
+log = logging.getLogger(__name__)
+
+
+class EpochEnd:
+    """The shared end of an epoch; only rank 0 evaluates, saves, records and uploads."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        plan: BatchPlan,
+        record: RunRecord,
+        retention: Retention,
+        uploader: Uploader | None,
+        epoch_size: int,
+    ) -> None:
+        self.backend, self.plan, self.record = backend, plan, record
+        self.retention, self.uploader = retention, uploader
+        self.epoch_size = epoch_size
+        self.seconds: list[float] = []
+
+    @property
+    def global_batch(self) -> int:
+        return self.plan.batch_size * self.plan.world_size
+
+    def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
+        self.seconds.append(seconds)
+        if self.backend.rank != 0:
+            return
+        step = self.plan.steps_done(epoch)
+        steps = step - self.plan.steps_done(epoch - 1)
+        throughput = steps * self.global_batch / max(seconds, 1e-9)
+        self.record.log("train", {"loss": train_loss, "samples_per_s": throughput}, step, epoch)
+        val = self.backend.evaluate("val")
+        self.record.log("val", val, step, epoch)
+        log.info(
+            "epoch %d/%d  train loss %.4f  %.0f samples/s  val loss %.4f  accuracy %.4f",
+            *(epoch, self.epoch_size, train_loss, throughput, val["loss"], val["accuracy"]),
+        )
+        self._checkpoint(epoch, val["accuracy"])
+        if self.uploader is not None:
+            self.uploader.sync()
+
+    def _checkpoint(self, epoch: int, val_accuracy: float) -> None:
+        path = self.retention.directory / name(epoch, self.backend.suffix, self.retention.model)
+        self.backend.save(path, {"epoch": epoch, "seed": self.plan.seed})
+        self.record.add_artifact(path)
+        for dropped in self.retention.saved(epoch, val_accuracy):
+            self.record.remove_artifact(Path(dropped))
+
+    def test(self, epoch: int) -> dict[str, float]:
+        """Score the test set once, at the end of training (rank 0)."""
+        test = self.backend.evaluate("test")
+        self.record.log("test", test, self.plan.steps_done(epoch), epoch)
+        log.info("test loss %.4f  accuracy %.4f", test["loss"], test["accuracy"])
+        return test

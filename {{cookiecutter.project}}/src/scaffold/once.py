@@ -1,0 +1,124 @@
+"""Run a step once per node, whichever of the node's processes gets there first.
+
+The process that creates ``.<name>.lock`` (O_EXCL: exactly one can) runs the
+step; the others wait for ``.<name>.done`` (written only after success) or
+``.<name>.failed`` (holding the reason, so that they fail at once rather than
+at their timeout). No device id or rank is involved: a job on devices 4-7, or an
+msrun scheduler that never arrives, cannot leave a node without its copier.
+
+A done marker names what was done (``key``): a later run asking for the same
+thing reuses it, as the platforms' own caches do. A lock whose process is gone
+(a run killed mid-copy) is taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Callable
+
+from src.scaffold.errors import StorageError
+
+POLL_S = 0.2
+# Markers written before this process started belong to an earlier run.
+STARTED = time.time() - 1.0
+
+
+def _write(path: Path, value: dict) -> None:
+    # Write then rename: a waiting process never reads half a marker.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _holder_gone(lock: Path) -> bool:
+    """Whether the lock's process has died on this host (a stale lock)."""
+    holder = _read(lock)
+    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+        return False
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class Once:
+    """The markers of one step in ``directory``; ``key`` names what the step produces."""
+
+    def __init__(self, directory: Path, name: str, key: str) -> None:
+        self.lock = directory / f".{name}.lock"
+        self.done = directory / f".{name}.done"
+        self.failed = directory / f".{name}.failed"
+        self.key = key
+
+    def is_done(self) -> bool:
+        return _read(self.done).get("key") == self.key
+
+    def _failure(self) -> str | None:
+        if self.failed.is_file() and self.failed.stat().st_mtime >= STARTED:
+            return str(_read(self.failed).get("reason") or "(no reason recorded)")
+        return None
+
+    def _acquire(self) -> bool:
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, stream)
+        return True
+
+    def _run(self, step: Callable[[], None]) -> None:
+        self.failed.unlink(missing_ok=True)
+        try:
+            step()
+        except StorageError as err:
+            _write(self.failed, {"key": self.key, "reason": str(err)})
+            raise
+        finally:
+            self.lock.unlink(missing_ok=True)
+        _write(self.done, {"key": self.key, "time": time.time()})
+
+    def run(self, step: Callable[[], None], what: str, timeout_s: float) -> bool:
+        """Run ``step`` here, or wait for the process that runs it; True when this one ran it.
+
+        Only a StorageError from the step is shared with the waiting processes.
+        """
+        deadline = time.monotonic() + timeout_s
+        while not self.is_done():
+            # The copier's failure first: its lock is gone by now, but not for another try.
+            reason = self._failure()
+            if reason is not None:
+                raise StorageError(f"the node's copier could not finish: {reason}")
+            if self._acquire():
+                if self.is_done():  # finished between our check and the lock
+                    self.lock.unlink(missing_ok=True)
+                    return False
+                self._run(step)
+                return True
+            if _holder_gone(self.lock):
+                self.lock.unlink(missing_ok=True)
+                continue
+            if time.monotonic() > deadline:
+                raise StorageError(
+                    f"waited {timeout_s:g} s for another process of this node to {what} "
+                    f"(no {self.done.name} in {self.done.parent}); TRAIN_STAGE_TIMEOUT sets "
+                    "the wait"
+                )
+            time.sleep(POLL_S)
+        return False

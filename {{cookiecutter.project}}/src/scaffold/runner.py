@@ -1,0 +1,178 @@
+"""One training run, the same for both frameworks: train.py's main().
+
+Order of a run: options; the framework's device and process group
+(src/scaffold/backend.py); storage (data onto the node once, outputs' destination); the
+splits; where to start (resume or pretrained weights); the epochs, each ending
+in src/scaffold/epochs.py; the test set; the last upload. A stop (SIGTERM from the
+platform's stop button, Ctrl-C) or a failure still uploads what the finished
+epochs left before the process exits non-zero.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from src.scaffold import checkpoints, finder, pretrained, storage
+from src.scaffold.backend import create
+from src.scaffold.backend_api import Backend, BatchPlan
+from src.scaffold.config import Config, parse_config
+from src.scaffold.epochs import EpochEnd
+from src.scaffold.errors import Stopped, StorageError, TrainError
+from src.scaffold.once import Once
+from src.scaffold.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
+from src.scaffold.uploads import Uploader
+
+log = logging.getLogger("train")
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """Turn the first stop signal into Stopped in the main thread; later ones wait for the
+    upload that follows (the platform kills the job after its grace period anyway)."""
+    stopped = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not stopped:
+            stopped.append(signum)
+            raise Stopped(signum, signal.Signals(signum).name)
+        log.warning("%s again: still saving the outputs", signal.Signals(signum).name)
+
+    signals = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _auto_resume(cfg: Config, where: storage.Storage, backend: Backend) -> Path | None:
+    """The newest checkpoint in the output directory; fetched from the platform first when
+    the directory is empty and the outputs live remotely (a restarted job)."""
+    output = Path(cfg.train_url)
+    remote = where.remote
+    if checkpoints.find_latest(output, backend.suffix) is None and remote is not None:
+
+        def fetch() -> None:
+            output.mkdir(parents=True, exist_ok=True)
+            if remote.get([checkpoints.POINTER], output):
+                latest = checkpoints.read_pointer(output).get("latest")
+                remote.get([n for n in (latest, HPARAMS, METRICS, ARTIFACTS) if n], output)
+
+        Once(output, "resume-fetch", remote.where).run(fetch, "fetch the last checkpoint", 1800)
+    return checkpoints.find_latest(output, backend.suffix)
+
+
+def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool]:
+    """(first epoch, data-order seed, resumed): from a checkpoint, else epoch 1 with
+    pretrained weights if any."""
+    path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
+    if cfg.resume == "auto":
+        path = _auto_resume(cfg, where, backend)
+        if path is None:
+            log.info("--resume auto: no checkpoint in %s yet, starting at epoch 1", cfg.train_url)
+    if path is not None:
+        meta = backend.restore(path)
+        if meta["seed"] != cfg.seed:
+            # The data order must continue as it began for the run to match an unbroken one.
+            log.warning("continuing with the checkpoint's seed %d, not %d", meta["seed"], cfg.seed)
+        log.info("resumed from %s after epoch %d", path, meta["epoch"])
+        return meta["epoch"] + 1, meta["seed"], True
+    weights = where.pretrained
+    found = weights and pretrained.find_file(weights, backend.suffix, cfg.pretrained is not None)
+    if found:
+        backend.load_pretrained(found, cfg.skip_layers)
+        skipped = f" (kept {', '.join(cfg.skip_layers)} initialised)" if cfg.skip_layers else ""
+        log.info("loaded pretrained weights from %s%s", found, skipped)
+    return 1, cfg.seed, False
+
+
+def _train(
+    cfg: Config, where: storage.Storage, backend: Backend, uploader: Uploader | None
+) -> None:
+    splits = finder.splits(cfg, backend.world_size, backend.input_shape)
+    backend.setup(splits)
+    first, seed, resumed = _start(cfg, where, backend)
+    output = Path(cfg.train_url)
+    if uploader is not None and resumed:
+        uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
+    plan = BatchPlan(
+        len(splits.train), cfg.batch_size, backend.world_size, backend.rank, seed, cfg.max_steps
+    )
+    record = RunRecord(output, backend.rank == 0, resumed, where.tensorboard)
+    launch = {"seed": seed, "world_size": backend.world_size, "device": backend.device}
+    launch["global_batch_size"] = cfg.batch_size * backend.world_size
+    resolved = {**launch, **splits.info.record(), **backend.describe()}
+    record.log_hparams({**cfg.hparams(), **resolved})
+    keep = cfg.keep_checkpoints
+    retention = checkpoints.Retention.resume(output, backend.suffix, keep, cfg.model)
+    hook = EpochEnd(backend, plan, record, retention, uploader, cfg.epoch_size)
+    last = plan.last_epoch(cfg.epoch_size)
+    log.info(
+        "training on %d x %s: %d samples, %d held out for validation, %d for the test",
+        *(backend.world_size, backend.device, len(splits.train), len(splits.val), len(splits.test)),
+    )
+    if first <= last:
+        backend.fit(first, last, plan, hook)
+    else:
+        log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
+    if backend.rank == 0:
+        hook.test(max(last, first - 1))
+
+
+def _configure_logging(rank: int) -> None:
+    # Only rank 0 reports progress; the others speak up for warnings.
+    logging.basicConfig(
+        level=logging.INFO if rank == 0 else logging.WARNING,
+        format="%(asctime)s %(message)s",
+        stream=sys.stdout,
+    )
+
+
+def run(cfg: Config) -> None:
+    """Train as cfg says; raises TrainError subclasses for what the user must fix."""
+    backend = create(cfg)
+    try:
+        if backend.scheduler_only:
+            return
+        _configure_logging(backend.rank)
+        if cfg.ignored_args:
+            log.info("ignoring arguments this script does not use: %s", ", ".join(cfg.ignored_args))
+        with stopping():
+            where = storage.prepare(cfg)
+            cfg = replace(cfg, data_url=where.data, train_url=where.output)
+            uploader = Uploader(where.output, where.remote) if backend.rank == 0 else None
+            try:
+                _train(cfg, where, backend, uploader)
+            except BaseException:
+                if uploader is not None:
+                    try:
+                        uploader.sync(final=True)
+                    except StorageError as err:
+                        log.error("could not upload the outputs: %s", err)
+                raise
+            if uploader is not None:
+                uploader.sync(final=True)
+    finally:
+        backend.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run training; a mistake in the input is one line on stderr and exit status 2; a stop
+    signal exits 128 + its number once the outputs are saved."""
+    try:
+        run(parse_config(argv))
+    except TrainError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Stopped as err:
+        print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
+        return 128 + err.signum
+    return 0

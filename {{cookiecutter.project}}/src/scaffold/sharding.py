@@ -1,0 +1,38 @@
+"""Deterministic data sharding: which samples each rank trains on, step by step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from src.scaffold.errors import ConfigError
+
+
+def epoch_order(num_samples: int, seed: int, epoch: int) -> np.ndarray:
+    """A permutation of the samples that depends only on (seed, epoch).
+
+    Every rank computes the same order without communicating, and a resumed
+    run sees the same order as an uninterrupted one, whatever else has drawn
+    from the global random generators.
+    """
+    return np.random.default_rng([seed, epoch]).permutation(num_samples)
+
+
+def rank_batches(
+    num_samples: int, batch_size: int, world_size: int, rank: int, seed: int, epoch: int
+) -> np.ndarray:
+    """This rank's sample indices for one epoch, shape (steps, batch_size).
+
+    Each step takes a global batch of batch_size * world_size samples from the
+    epoch's order and gives rank r its r-th contiguous slice, so N ranks see
+    exactly the samples one process would with an N times larger batch. The
+    incomplete last global batch is dropped: every rank runs the same steps.
+    """
+    global_batch = batch_size * world_size
+    steps = num_samples // global_batch
+    if steps == 0:
+        raise ConfigError(
+            f"batch_size {batch_size} x {world_size} devices = {global_batch} exceeds the "
+            f"{num_samples} training samples; lower --batch_size"
+        )
+    order = epoch_order(num_samples, seed, epoch)[: steps * global_batch]
+    return order.reshape(steps, world_size, batch_size)[:, rank]

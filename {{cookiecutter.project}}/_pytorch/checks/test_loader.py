@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.utils.data import DistributedSampler
 
+from src.scaffold import loader
 from src.scaffold.backend_api import BatchPlan
 from src.scaffold.loader import InMemory, Normalise, PlanSampler, SplitDataset, Streamed
 from src.scaffold.splits import synthetic
@@ -42,3 +44,24 @@ def test_streamed_batches_equal_the_in_memory_ones() -> None:
     for (a, la), (b, lb) in zip(held, streamed):
         # The same uint8 pixels through the same float operations: equal, not just close.
         assert torch.equal(a, b) and torch.equal(la, lb)
+
+
+def test_workers_default_from_the_cpus_and_devices(monkeypatch) -> None:
+    monkeypatch.setattr(loader, "cpu_count", lambda: 16)
+    assert [loader.auto_workers(n) for n in (1, 2, 4, 8, 32)] == [8, 8, 4, 2, 1]
+
+
+def test_the_loader_pins_for_a_gpu_and_keeps_its_workers() -> None:
+    split = synthetic(SAMPLES, (1, 4, 4), 3, seed=0)
+    normalise = Normalise([0.0], [1.0], 3, torch.device("cpu"))
+    # Pinning pays only for a copy to a GPU; the device is only named here, not used.
+    assert Streamed(split, normalise, torch.device("cuda", 0), 2, BATCH).pin
+    streamed = Streamed(split, normalise, torch.device("cpu"), 1, BATCH)
+    assert not streamed.pin
+    plan = BatchPlan(SAMPLES, BATCH, 1, 0, seed=1)
+    assert len(list(streamed.epoch(plan, 1))) == SAMPLES // BATCH
+    first = streamed.loader
+    assert first.persistent_workers and first.num_workers == 1
+    assert isinstance(first.sampler, DistributedSampler)
+    list(streamed.epoch(plan, 2))
+    assert streamed.loader is first  # the same worker processes serve every epoch

@@ -3,6 +3,7 @@ training step, evaluation and checkpoints as state_dicts."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import time
@@ -178,6 +179,9 @@ class TorchBackend:
         self.net.load_state_dict(own)
 
     def close(self) -> None:
+        # DDP's reducer holds the process group: without it, leave() ends the group's threads.
+        self.model = self.net
+        gc.collect()
         distributed.leave()
 
 

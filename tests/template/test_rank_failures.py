@@ -1,5 +1,7 @@
-"""Which rank a failed PyTorch job names: torchrun's Root Cause, not the ranks it stopped after;
-a rank killed by SIGABRT after its training finished is reported as such, with its log."""
+"""A distributed PyTorch run that finished exits 0: no process-group thread is left when the
+interpreter finalises. When a rank fails, the launcher names the first (torchrun's Root Cause,
+not the ranks it stopped after); a rank killed by SIGABRT after its training finished is
+reported as such, with its log."""
 
 from __future__ import annotations
 
@@ -137,3 +139,36 @@ def test_a_rank_aborting_after_training_is_named_with_its_log(
     assert log == expected and "rank 1: training finished" in log.read_text()
     assert list((project / "output").glob("lenet_epoch1.pt")), "rank 0 saved its checkpoint"
     assert_all_gone(str(wrapper))
+
+
+# train.py as torchrun starts it; the threads left once main() has returned, on stderr.
+THREADS_AT_EXIT = f"""#!{sys.executable}
+import os, runpy, sys
+args = [arg for arg in sys.argv[1:] if arg != "-u"]
+sys.argv = args
+sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+try:
+    runpy.run_path(args[0], run_name="__main__")
+finally:
+    tasks = os.listdir("/proc/self/task")
+    names = [open(f"/proc/self/task/{{task}}/comm").read().strip() for task in tasks]
+    print("threads at exit:", *sorted(names), file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_no_process_group_thread_is_left_at_exit(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
+    # A gloo thread alive while Python finalises can abort the finished rank (SIGABRT).
+    project = render_project(target="cuda", devices_per_node=2)
+    wrapper = tmp_path / "threads_at_exit.py"
+    wrapper.write_text(THREADS_AT_EXIT)
+    wrapper.chmod(0o755)
+    variables = env(PYTHON=sys.executable, PYTHON_EXEC=str(wrapper), MASTER_PORT=free_port())
+    result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    logs = sorted((project / "output" / "logs").glob("*/attempt_0/*/stderr.log"))
+    left = [line for log in logs for line in log.read_text().splitlines() if "at exit" in line]
+    assert len(left) == 2, left
+    assert not [line for line in left if "gloo" in line], left

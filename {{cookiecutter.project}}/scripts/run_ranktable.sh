@@ -161,6 +161,11 @@ while [[ $left -gt 0 ]]; do
         pids[i]='' left=$((left - 1))
         if [[ $status -ne 0 ]]; then
             stop_ranks
+            # 134: SIGABRT; rank 0's log, when it ran here, says whether the outputs were complete.
+            first=$(for j in "${!ranks[@]}"; do if [[ ${ranks[j]} -eq 0 ]]; then echo "${logs[j]}"; fi; done)
+            if [[ $status -eq 134 ]] && reason=$(aborted_after_training "${ranks[i]}" "${logs[i]}" "$first"); then
+                die "$reason" "${logs[i]}"
+            fi
             die "rank ${ranks[i]} exited with status $status; the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
         fi
     done

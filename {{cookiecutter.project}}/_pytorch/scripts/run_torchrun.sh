@@ -70,21 +70,21 @@ mkdir -p "$output" "$log_dir"
 # torchrun starts the ranks only once every node has joined: their log files say so.
 joined() { compgen -G "$log_dir/*/attempt_*/*/stdout.log" >/dev/null; }
 
-# The first failure torchrun reports: "rank: 3 (local_rank: 1)", then "exitcode: 1".
-failed_rank() {
-    sed -n 's/^ *rank *: *\([0-9]*\) (local_rank: *\([0-9]*\)).*/\1 \2/p' "$log_dir/torchrun.log" | head -n 1
-}
-
 watch_job "$log_dir/torchrun.log" "${cmd[@]}"
 if [[ $job_status -eq 0 ]]; then
     printf '%s: all %s ranks of node %s finished; logs in %s\n' "$launcher_name" "$nproc" "$node_rank" "$log_dir"
     exit 0
 fi
-read -r rank local_rank <<<"$(failed_rank)" || true
+read -r rank local_rank exitcode <<<"$(root_cause "$log_dir/torchrun.log")" || true
 # No rank ran, and none failed: torchrun gave up waiting for the other nodes.
 [[ -n ${rank:-} ]] || joined || job_status=124
 if [[ -z ${rank:-} ]]; then
     job_failed "torchrun exited with status $job_status; see $log_dir/torchrun.log"
 fi
 rank_log=$(compgen -G "$log_dir/*/attempt_*/$local_rank/stderr.log" | tail -n 1)
+# Rank 0's log, when it ran here: whether the outputs were complete.
+first_log=$(if [[ $node_rank -eq 0 ]]; then compgen -G "$log_dir/*/attempt_*/0/stderr.log" | tail -n 1; fi)
+if [[ $exitcode == -6 ]] && reason=$(aborted_after_training "$rank" "$rank_log" "$first_log"); then
+    job_failed "$reason" "$rank_log"
+fi
 job_failed "rank $rank failed; torchrun stopped the other ranks of node $node_rank; its log: $rank_log" "$rank_log"

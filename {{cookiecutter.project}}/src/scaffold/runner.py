@@ -30,6 +30,8 @@ from src.scaffold.uploads import Uploader
 
 log = logging.getLogger("train")
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+# What each rank of a multi-rank run says on stderr once its part is done (scripts/launch_lib.sh).
+FINISHED = "training finished"
 
 
 @contextmanager
@@ -160,6 +162,9 @@ def run(cfg: Config) -> None:
                 raise
             if uploader is not None:
                 uploader.sync(final=True)
+        if backend.world_size > 1:
+            # The launchers read it: a rank that dies after this line died leaving the group.
+            print(f"rank {backend.rank}: {FINISHED}", file=sys.stderr, flush=True)
     finally:
         backend.close()
 

@@ -4,6 +4,7 @@ checkpoints as state_dicts."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import pickle
@@ -79,7 +80,7 @@ class TorchBackend:
             # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
             self.net = self.net.to(memory_format=torch.channels_last)
         self.optimizer = step.optimizer(self.net.parameters(), self.cfg)
-        self.model: torch.nn.Module = self.net
+        self.model: torch.nn.Module | None = self.net
         if self.world_size > 1:
             # DDP averages the gradients over the ranks after every backward pass.
             ids = None if self.torch_device.type == "cpu" else [self.torch_device.index]
@@ -211,6 +212,9 @@ class TorchBackend:
         self.net.load_state_dict(own)
 
     def close(self) -> None:
+        # DDP's reducer holds the process group: without it, leave() ends the group's threads.
+        self.model = None
+        gc.collect()
         distributed.leave()
 
 

@@ -130,6 +130,11 @@ def join(place: Placement, device: torch.device) -> None:
     if place.master_addr:
         os.environ.setdefault("MASTER_ADDR", place.master_addr)
         os.environ.setdefault("MASTER_PORT", str(place.master_port))
+    # DistributedDataParallel imports torch._dynamo, which keeps a reference to every process
+    # group that exists when it is imported: such a group outlives leave(). Imported first,
+    # it holds none (see leave()).
+    import torch._dynamo  # noqa: F401
+
     dist.init_process_group(BACKENDS[device.type], rank=place.rank, world_size=place.world_size)
 
 
@@ -143,6 +148,14 @@ def average(value: torch.Tensor, world_size: int) -> torch.Tensor:
 
 
 def leave() -> None:
-    """Leave the process group, if this process joined one."""
+    """Leave the process group, if this process joined one, and end its threads.
+
+    The group must go here, not at interpreter exit: its background threads (gloo's
+    workers, the NCCL and HCCL watchdogs) may still be releasing the last collectives'
+    tensors, which takes the GIL, and a thread that asks for the GIL while Python finalises
+    is ended inside a C++ destructor: std::terminate, SIGABRT after a finished run.
+    destroy_process_group ends those threads only when nothing else holds the group, so the
+    caller drops its DistributedDataParallel first.
+    """
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

@@ -1,0 +1,174 @@
+"""A distributed PyTorch run that finished exits 0: no process-group thread is left when the
+interpreter finalises. When a rank fails, the launcher names the first (torchrun's Root Cause,
+not the ranks it stopped after); a rank killed by SIGABRT after its training finished is
+reported as such, with its log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RenderProject
+from tests.template.launchers import SMOKE, assert_all_gone, env, free_port, run
+
+# torchrun's report when rank 1 aborts at exit and rank 0 is stopped after it: the Failures
+# section comes first and names rank 0.
+TWO_RANKS = """\
+[default0]:2026-11-24 08:50:33,365 test loss 2.2775  accuracy 0.2284
+W1124 08:50:33.453000 5340 torch/distributed/elastic/multiprocessing/api.py:1028] Sending \
+process 5350 closing signal SIGTERM
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+train.py FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-24_08:50:33
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 5350)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 5350
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-24_08:50:33
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -6 (pid: 5351)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 5351
+======================================================
+"""
+
+
+def _failure(index: int, rank: int, local: int, code: str) -> str:
+    return (
+        f"[{index}]:\n  time      : 2026-11-24_09:00:00\n  host      : node1\n"
+        f"  rank      : {rank} (local_rank: {local})\n  exitcode  : {code} (pid: 10{rank})\n"
+        "  error_file: <N/A>\n"
+    )
+
+
+# Node 1 of two, four ranks each: rank 6 failed first; 4, 5 and 7 were stopped.
+STOPPED = "".join(_failure(i + 1, rank, rank - 4, "-15") for i, rank in enumerate((4, 5, 7)))
+EIGHT_RANKS = (
+    f"train.py FAILED\n{'-' * 54}\nFailures:\n{STOPPED}{'-' * 54}\n"
+    f"Root Cause (first observed failure):\n{_failure(0, 6, 2, '1')}{'=' * 54}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "cause"),
+    [
+        (TWO_RANKS, "1 1 -6"),
+        (EIGHT_RANKS, "6 2 1"),
+        ("torchrun gave up: the rendezvous timed out\n", ""),
+    ],
+    ids=["rank-1-of-2", "rank-6-of-8", "no-rank-ran"],
+)
+def test_root_cause_is_the_first_failure(
+    render_project: RenderProject, tmp_path: Path, log: str, cause: str
+) -> None:
+    project = render_project(target="cuda")
+    (tmp_path / "torchrun.log").write_text(log)
+    script = '. scripts/launch_lib.sh; root_cause "$1"'
+    result = subprocess.run(
+        ["bash", "-c", script, "bash", tmp_path / "torchrun.log"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == cause
+
+
+# train.py as the launcher starts it; rank 1 then aborts as a rank did at exit (SIGABRT),
+# once rank 0 has said it finished, so that the outputs are complete.
+ABORT_AFTER_TRAINING = f"""#!{sys.executable}
+import glob, os, runpy, sys, time
+args = [arg for arg in sys.argv[1:] if arg != "-u"]
+if not args or not args[0].endswith("train.py"):
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+sys.argv = args
+sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+try:
+    runpy.run_path(args[0], run_name="__main__")
+except SystemExit as end:
+    if end.code or os.environ.get("RANK", os.environ.get("RANK_ID")) != "1":
+        raise
+logs = os.path.join(args[args.index("--train_url") + 1], "logs", "**", "*.log")
+deadline = time.monotonic() + 60
+def rank_0_finished():
+    found = glob.glob(logs, recursive=True)
+    return any("rank 0: training finished" in open(log).read() for log in found)
+while not rank_0_finished() and time.monotonic() < deadline:
+    time.sleep(0.1)
+os.abort()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "launcher"), [("cuda", "torchrun"), ("ascend", "ranktable")])
+def test_a_rank_aborting_after_training_is_named_with_its_log(
+    render_project: RenderProject, tmp_path: Path, target: str, launcher: str
+) -> None:
+    project = render_project(target=target, devices_per_node=2)
+    wrapper = tmp_path / "abort_after_training.py"
+    wrapper.write_text(ABORT_AFTER_TRAINING)
+    wrapper.chmod(0o755)
+    # torchrun starts each rank with PYTHON_EXEC; the per-rank launcher with PYTHON.
+    python = {"PYTHON_EXEC": str(wrapper)} if launcher == "torchrun" else {"PYTHON": str(wrapper)}
+    variables = env(**{"PYTHON": sys.executable, "MASTER_PORT": free_port(), **python})
+    result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    prefix = "error: rank 1 exited with SIGABRT after training finished (outputs complete); "
+    prefix += "its log: "
+    assert errors[0].startswith(prefix), errors[0]
+    log = Path(errors[0][len(prefix) :])
+    logs = project / "output" / "logs"
+    expected = {
+        "torchrun": lambda: next(logs.glob("*/attempt_0/1/stderr.log")),
+        "ranktable": lambda: logs / "rank_1" / "train.log",
+    }[launcher]()
+    assert log == expected and "rank 1: training finished" in log.read_text()
+    assert list((project / "output").glob("lenet_epoch1.pt")), "rank 0 saved its checkpoint"
+    assert_all_gone(str(wrapper))
+
+
+# train.py as torchrun starts it; the threads left once main() has returned, on stderr.
+THREADS_AT_EXIT = f"""#!{sys.executable}
+import os, runpy, sys
+args = [arg for arg in sys.argv[1:] if arg != "-u"]
+sys.argv = args
+sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+try:
+    runpy.run_path(args[0], run_name="__main__")
+finally:
+    tasks = os.listdir("/proc/self/task")
+    names = [open(f"/proc/self/task/{{task}}/comm").read().strip() for task in tasks]
+    print("threads at exit:", *sorted(names), file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_no_process_group_thread_is_left_at_exit(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
+    # A gloo thread alive while Python finalises can abort the finished rank (SIGABRT).
+    project = render_project(target="cuda", devices_per_node=2)
+    wrapper = tmp_path / "threads_at_exit.py"
+    wrapper.write_text(THREADS_AT_EXIT)
+    wrapper.chmod(0o755)
+    variables = env(PYTHON=sys.executable, PYTHON_EXEC=str(wrapper), MASTER_PORT=free_port())
+    result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    logs = sorted((project / "output" / "logs").glob("*/attempt_0/*/stderr.log"))
+    left = [line for log in logs for line in log.read_text().splitlines() if "at exit" in line]
+    assert len(left) == 2, left
+    assert not [line for line in left if "gloo" in line], left

@@ -133,7 +133,7 @@ def test_framework_free_parts_run_on_python_3_9(
         bullseye, project, "python3", "scripts/rank_table.py", "check", "rank_table_8p.json"
     )
     assert table.returncode == 0 and "8 rank(s)" in table.stdout, table.stderr
-    tests = [f"tests/{name}" for name in FRAMEWORK_FREE]
+    tests = [f"checks/{name}" for name in FRAMEWORK_FREE]
     result = _run39(
         bullseye, project, "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests
     )

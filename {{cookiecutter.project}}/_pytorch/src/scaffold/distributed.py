@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -130,11 +132,11 @@ def join(place: Placement, device: torch.device) -> None:
     if place.master_addr:
         os.environ.setdefault("MASTER_ADDR", place.master_addr)
         os.environ.setdefault("MASTER_PORT", str(place.master_port))
-    # DistributedDataParallel imports torch._dynamo, which keeps a reference to every process
-    # group that exists when it is imported: such a group outlives leave(). Imported first,
-    # it holds none (see leave()).
-    import torch._dynamo  # noqa: F401
-
+    # DistributedDataParallel imports torch._dynamo (torch 2.0 on), which keeps a reference to
+    # every process group that exists when it is imported: such a group outlives leave().
+    # Imported first, it holds none (see leave()). torch 1.x has no dynamo, and no such hold.
+    if importlib.util.find_spec("torch._dynamo") is not None:
+        importlib.import_module("torch._dynamo")
     dist.init_process_group(BACKENDS[device.type], rank=place.rank, world_size=place.world_size)
 
 

@@ -93,6 +93,23 @@ def test_your_model_on_your_images(framework: str, tmp_path: Path, imagefolder: 
     suffix = runs.SUFFIX[framework]
     assert (output / f"mynet_epoch{EPOCHS[framework]}{suffix}").is_file()
 
+    # --smoke keeps working: in the shipped data's shape (1x28x28 here), and without data
+    # in the model's declared input shape (3x32x32).
+    for data, shape in (("data", "1x28x28"), (str(tmp_path / "none"), "3x32x32")):
+        smoke = runs.run(
+            project,
+            "train.py",
+            "--smoke",
+            "--device_target",
+            "cpu",
+            "--data_url",
+            data,
+            "--train_url",
+            str(tmp_path / f"smoke-{shape}"),
+        )
+        assert smoke.returncode == 0, smoke.stdout[-2000:] + smoke.stderr[-2000:]
+        assert f"smoke run: random samples of {shape}" in smoke.stdout
+
     table = where_to_change(project)
     assert changed_files(project, pristine) == {
         table["the model"],

@@ -134,9 +134,7 @@ class ImageFolderReader(Reader):
     def read(self, directory: Path) -> dict[str, Split]:
         size = self.options.get("resize")
         resize = None if size is None else tuple(size)  # type: ignore[arg-type]
-        roots = self._roots(directory)
-        splits = {name: _image_split(root, resize) for name, root in roots.items()}
-        return splits
+        return {name: _image_split(root, resize) for name, root in self._roots(directory).items()}
 
 
 def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:

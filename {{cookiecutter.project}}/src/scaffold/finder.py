@@ -16,7 +16,7 @@ from src import data
 from src.scaffold.config import Config
 from src.scaffold.errors import DatasetError, StorageError
 from src.scaffold.once import Once
-from src.scaffold.splits import DataInfo, Split, Splits, hold_out, statistics
+from src.scaffold.splits import DataInfo, Split, Splits, hold_out, statistics, synthetic
 
 log = logging.getLogger(__name__)
 ARCHIVES = (".tar.gz", ".tgz", ".zip")
@@ -216,8 +216,6 @@ def _in_memory(cfg: Config, found: dict[str, Split]) -> tuple[bool, str]:
 def _smoke(cfg: Config, world_size: int, declared: tuple[int, ...], steps: int) -> Splits:
     """Random data of the configured data's shape, or of the model's declared input shape
     when there is no data here: every part of a run, in seconds."""
-    from src.scaffold.splits import synthetic
-
     try:
         found = load(cfg)[1]
         shape, classes = found["train"].shape, num_classes(found, cfg.num_classes)

@@ -1,6 +1,8 @@
-"""Deterministic data sharding: which samples each rank trains on, step by step."""
+"""What each rank gets: its samples, step by step (deterministic sharding), and the CPUs."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -36,3 +38,10 @@ def rank_batches(
         )
     order = epoch_order(num_samples, seed, epoch)[: steps * global_batch]
     return order.reshape(steps, world_size, batch_size)[:, rank]
+
+
+def cpu_count() -> int:
+    """The CPUs this process may use: fewer than the machine's in a container with a cpuset."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

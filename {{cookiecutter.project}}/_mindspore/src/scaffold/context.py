@@ -11,6 +11,7 @@ from mindspore.communication import get_group_size, get_rank, init
 from src.scaffold.config import env_int
 from src.scaffold.config_ext import MSConfig
 from src.scaffold.errors import DeviceError
+from src.scaffold.sharding import cpu_count
 
 # config.py's target names -> MindSpore's.
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "npu": "Ascend"}
@@ -30,13 +31,6 @@ class Context:
     def is_main(self) -> bool:
         """Rank 0 alone logs, saves checkpoints and writes the run record."""
         return self.rank == 0
-
-
-def _cpu_count() -> int:
-    # The CPUs this process may use: fewer than the machine's in a container with a cpuset.
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def device_target(requested: str) -> str:
@@ -120,5 +114,5 @@ def init_env(cfg: MSConfig) -> Context:
     )
     if target == "CPU":
         # Each process would otherwise start its own full pool of threads on the same cores.
-        ms.device_context.cpu.op_tuning.threads_num(max(1, _cpu_count() // device_num))
+        ms.device_context.cpu.op_tuning.threads_num(max(1, cpu_count() // device_num))
     return Context(target, get_rank(), group_size, device)

@@ -21,6 +21,7 @@ from src.data import augment
 from src.scaffold.backend_api import BatchPlan
 from src.scaffold.config import Config
 from src.scaffold.errors import ConfigError
+from src.scaffold.sharding import cpu_count
 from src.scaffold.splits import DataInfo, Split, Splits
 
 log = logging.getLogger(__name__)
@@ -35,18 +36,11 @@ MAX_WORKERS = 8
 DEVICES_PER_NODE = 8
 
 
-def _cpu_count() -> int:
-    # The CPUs this process may use: fewer than the machine's in a container with a cpuset.
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def auto_workers(world_size: int) -> int:
     """Loader processes per rank: this node's CPUs shared by its ranks, one CPU of
     each share left to the rank's own process."""
     local = int(os.environ.get("LOCAL_WORLD_SIZE") or min(world_size, DEVICES_PER_NODE))
-    return max(1, min(MAX_WORKERS, _cpu_count() // max(local, 1) - 1))
+    return max(1, min(MAX_WORKERS, cpu_count() // max(local, 1) - 1))
 
 
 class Normalise:

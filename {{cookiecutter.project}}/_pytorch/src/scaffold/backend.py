@@ -22,9 +22,10 @@ from src.scaffold import distributed, pretrained
 from src.scaffold.backend_api import BatchPlan, EpochEnd
 from src.scaffold.config import Config
 from src.scaffold.errors import CheckpointError, ConfigError
-from src.scaffold.loader import InMemory, Normalise, Streamed, auto_workers, cpu_count
+from src.scaffold.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.precision import choose
 from src.scaffold.registry import MODELS, DataShape, ModelSpec
+from src.scaffold.sharding import cpu_count
 from src.scaffold.splits import Splits
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,6 @@ move. Each rank reads its own shard in the order src/scaffold/sharding.py gives.
 
 from __future__ import annotations
 
-import os
 from typing import Iterator, Sequence, Tuple
 
 import numpy as np
@@ -19,17 +18,11 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from src.data import augment
 from src.scaffold.backend_api import BatchPlan
+from src.scaffold.sharding import cpu_count
 from src.scaffold.splits import Split
 
 EVAL_BATCH = 1000
 Batch = Tuple[torch.Tensor, torch.Tensor]
-
-
-def cpu_count() -> int:
-    # The CPUs this process may use: fewer than the machine's in a container with a cpuset.
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def auto_workers(local_devices: int) -> int:

@@ -36,6 +36,7 @@ from src.scaffold.errors import ConfigError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
 SWITCH = ("auto", "true", "false")
+SCHEDULES = ("constant", "step", "cosine")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,16 @@ class Config:
     data_std: tuple[float, ...] = ()
     random_crop: int = 0
     random_flip: bool = False
+    # The learning-rate schedule (src/scaffold/schedule.py): config.yaml's schedule:.
+    lr_schedule: str = "constant"
+    warmup_epochs: float = 0.0
+    lr_step_epochs: int = 4
+    lr_gamma: float = 0.1
+    min_lr: float = 0.0
+    # Watching a run: progress and train loss every log_every steps; TensorBoard files.
+    log_every: int = 50
+    tensorboard: bool = True
+    tensorboard_dir: Path | None = None
     config_path: Path = DEFAULT_CONFIG
     # Names of the flags the platform added that this script does not use (logged once).
     ignored_args: tuple[str, ...] = ()
@@ -173,6 +184,29 @@ OPTIONS: dict[str, Option] = {
     "random_flip": Option(
         boolean, "augmentation: flip images left-right at random", (), "data.random_flip"
     ),
+    "lr_schedule": Option(
+        choice(*SCHEDULES), "learning rate per step: constant, step or cosine", (), "schedule.name"
+    ),
+    "warmup_epochs": Option(
+        number(0, with_low=True),
+        "epochs of linear warmup from 0 to lr (may be a fraction)",
+        (),
+        "schedule.warmup_epochs",
+    ),
+    "lr_step_epochs": Option(
+        integer(1), "step: multiply the lr by gamma every N epochs", (), "schedule.step_epochs"
+    ),
+    "lr_gamma": Option(
+        number(0, 1), "step: the factor applied every step_epochs", (), "schedule.gamma"
+    ),
+    "min_lr": Option(
+        number(0, with_low=True), "cosine: the lr the curve ends at", (), "schedule.min_lr"
+    ),
+    "log_every": Option(integer(1), "progress line and train loss every N steps"),
+    "tensorboard": Option(boolean, "write TensorBoard event files (--no_tensorboard: off)"),
+    "tensorboard_dir": Option(
+        Path, "TensorBoard's directory (default: train_url/tensorboard; C2Net: its own)"
+    ),
 }
 
 EXTENSION = "src.scaffold.config_ext"
@@ -217,6 +251,13 @@ def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
         action="store_true",
         default=None,
         help="a few steps on synthetic data, to check a setup",
+    )
+    parser.add_argument(
+        "--no_tensorboard",
+        action="store_const",
+        const=False,
+        dest="tensorboard",
+        help="write no TensorBoard event files",
     )
     return parser
 

@@ -113,7 +113,7 @@ def run_ours(
     run = tb.run_train(project, output, flags, threads_env(args))
     line = run.of("train")[0]
     samples = line["step"] * args.batch_size
-    seconds = samples / line["metrics"]["samples_per_s"]
+    seconds = samples / line["samples_per_s"]
     return Epoch(seconds, samples, run.wall, line["time"] - seconds - run.start)
 
 

@@ -123,11 +123,11 @@ class Run:
 
     @property
     def accuracy(self) -> float:
-        return self.of("test")[-1]["metrics"]["accuracy"]
+        return self.of("test")[-1]["accuracy"]
 
     @property
     def rates(self) -> list[float]:
-        return [line["metrics"]["samples_per_s"] for line in self.of("train")]
+        return [line["samples_per_s"] for line in self.of("train")]
 
     @property
     def epoch_seconds(self) -> list[float]:

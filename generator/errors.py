@@ -86,6 +86,12 @@ class CatalogError(ManyProblems):
         super().__init__(list(problems))
 
 
+class ReportError(GenError):
+    """Raised when gen report cannot report runs: a directory that does not exist or holds
+    no metrics.jsonl, a malformed line (file and line number named), no matplotlib, or an
+    output file that exists without --force. Nothing is written then."""
+
+
 class FileExists(GenError):
     """Raised when an output file exists and --force was not given (it is left untouched)."""
 

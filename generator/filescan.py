@@ -36,7 +36,8 @@ CREDENTIAL_JSON = re.compile(
 # and a pushed checkpoint slows every clone.
 DATA_SUFFIXES = (".pt", ".pth", ".ckpt", ".npz", ".h5", ".hdf5", ".safetensors", ".mindir")
 MNIST_IDX = re.compile(r"-idx\d-ubyte(\.gz)?$")
-DATA_DIRS = ("data", "output", "outputs")
+# test/output: where the ModelZoo scripts (test/train_*.sh) leave their logs and checkpoints.
+DATA_DIRS = ("data", "output", "outputs", "test/output")
 DATA_KEPT = {"data/README.md"}
 
 # Tokens by their shape, wherever they stand.
@@ -101,11 +102,9 @@ def name_reason(path: str) -> str | None:
         return f"is a checkpoint or dataset ({posix.suffix}): the .gitignore should exclude it"
     if MNIST_IDX.search(name):
         return "is an MNIST idx data file: the .gitignore should exclude it"
-    if posix.parts[0] in DATA_DIRS and len(posix.parts) > 1 and path not in DATA_KEPT:
-        return (
-            f"is under {posix.parts[0]}/: datasets and outputs stay on the platform's storage, "
-            "not in git"
-        )
+    under = next((d for d in DATA_DIRS if posix.as_posix().startswith(f"{d}/")), None)
+    if under and path not in DATA_KEPT:
+        return f"is under {under}/: datasets and outputs stay on the platform's storage, not in git"
     return None
 
 

@@ -51,12 +51,14 @@ def _register() -> None:
     from generator.cli.new import new
     from generator.cli.push import push
     from generator.cli.ranktable import ranktable
+    from generator.cli.report import report
 
     cli.add_command(new)
     cli.add_command(ranktable)
     cli.add_command(image)
     cli.add_command(push)
     cli.add_command(job)
+    cli.add_command(report)
 
 
 def main(argv: list[str] | None = None) -> None:

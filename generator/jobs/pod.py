@@ -37,7 +37,9 @@ def command(spec: JobSpec) -> list[str]:
         args += ["--data", DATA_DIR]
     if spec.output_pvc:
         args += ["--output", OUTPUT_DIR]
-    return args
+    # A pod the operator restarts continues the run its output holds; a fresh run there
+    # would be refused (src/scaffold/rundir.py in the project).
+    return [*args, "--", "--resume", "auto"]
 
 
 def _field(name: str, path: str) -> Doc:

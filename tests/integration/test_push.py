@@ -256,6 +256,7 @@ def test_unsafe_files_are_refused_one_line_each(tmp_path: Path) -> None:
         "model.safetensors": "x",
         "weights.h5": "x",
         "samples/t10k-labels-idx1-ubyte.gz": "x",
+        "test/output/0/metrics.jsonl": "{}\n",  # what test/train_performance_1p.sh leaves
     }
     for name, text in planted.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
@@ -276,6 +277,7 @@ def test_unsafe_files_are_refused_one_line_each(tmp_path: Path) -> None:
         "model.safetensors",
         "weights.h5",
         "samples/t10k-labels-idx1-ubyte.gz",
+        "test/output/0/metrics.jsonl",
     }
     assert set(errors) == {*planted, "big.bin"} - ignored, lines
     assert "is 150.0 MB, over the 100 MB limit" in errors["big.bin"]
@@ -305,6 +307,7 @@ def test_unsafe_files_are_refused_one_line_each(tmp_path: Path) -> None:
         "data/labels.csv",
         "model.safetensors",
         "samples/t10k-labels-idx1-ubyte.gz",
+        "test/output/0/metrics.jsonl",
     )
     _git(project, "commit", "-qm", "mine")
     before = _snapshot(project)
@@ -318,6 +321,7 @@ def test_unsafe_files_are_refused_one_line_each(tmp_path: Path) -> None:
     assert "is under data/" in errors["data/labels.csv"]
     assert "checkpoint or dataset (.safetensors)" in errors["model.safetensors"]
     assert "MNIST idx" in errors["samples/t10k-labels-idx1-ubyte.gz"]
+    assert "is under test/output/" in errors["test/output/0/metrics.jsonl"]
     assert _snapshot(project) == before
 
 

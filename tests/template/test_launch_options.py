@@ -146,8 +146,9 @@ def test_awkward_paths_are_single_arguments(render_project: RenderProject, tmp_p
         f"with open({str(argv_file)!r}, 'w') as out:\n    out.write(repr(sys.argv[2:]))\n",
     )
     data, output = tmp_path / AWKWARD, tmp_path / f"out {AWKWARD}"
-    expected = ["--data_url", str(data), "--train_url", str(output), "--flag", "a b"]
-    paths = ("--data", str(data), f"--output={output}", "--", "--flag", "a b")
+    # A train.py option (the launchers check them before any rank starts) with a space.
+    expected = ["--data_url", str(data), "--train_url", str(output), "--dataset_name", "a b"]
+    paths = ("--data", str(data), f"--output={output}", "--", "--dataset_name", "a b")
     one = run(project / "scripts" / "run_1p.sh", *paths, environ=env(PYTHON=str(fake)))
     assert one.returncode == 0, one.stderr
     assert ast.literal_eval(argv_file.read_text()) == expected

@@ -3,6 +3,7 @@ ranks; a rank that fails stops the node with one line naming it and its log; sig
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -175,6 +176,41 @@ def test_per_rank_a_signal_stops_every_rank(
     assert launcher.returncode == status
     assert "stopping every rank" in stderr
     assert_all_gone(str(fake))
+
+
+@pytest.mark.slow
+def test_msrun_ctrl_c_stops_every_worker_once_its_epochs_are_saved(
+    render_project: RenderProject,
+) -> None:
+    # msrun starts each worker in a session of its own, out of reach of a signal to its group.
+    project = render_project(framework="mindspore", target="cuda", devices_per_node=2)
+    latest = project / "output" / "latest.json"
+    launcher = subprocess.Popen(
+        [str(project / "scripts" / "run_8p.sh"), "--", "--device_target", "cpu"],
+        env=env(PYTHON=sys.executable, MASTER_PORT=free_port()),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not latest.exists() and launcher.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert latest.exists(), "no epoch finished"
+        os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C sends
+        _, stderr = launcher.communicate(timeout=60)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 130, stderr[-3000:]
+    assert "run_msrun.sh: stopped by a signal" in stderr
+    # The launcher, not the terminal, stopped the workers: with SIGTERM, as every launcher does.
+    logs = [log.read_text() for log in (project / "output" / "logs").glob("worker_*.log")]
+    assert len(logs) == 2
+    assert all("stopped by SIGTERM: the finished epochs' outputs are saved" in t for t in logs)
+    assert (project / "output" / "lenet_epoch1.ckpt").is_file()
+    assert_all_gone(str(project / "output"))
 
 
 def test_msrun_not_found(render_project: RenderProject, tmp_path: Path) -> None:

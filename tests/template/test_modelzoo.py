@@ -4,7 +4,9 @@ per-rank logs under test/output/<ASCEND_DEVICE_ID>/ and ModelZoo's summary at th
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,12 +26,22 @@ FIELDS = (
 )
 
 
+def git(cwd: Path, *args: str) -> str:
+    identity = ("-c", "user.name=Test", "-c", "user.email=test@example.com")
+    return subprocess.run(
+        ["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
 def test_performance_1p_runs_a_fixed_number_of_steps_and_sums_up(
     render_project: RenderProject, framework: str
 ) -> None:
     project = render_project(framework=framework, target="ascend", platform="generic")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "as generated")
     variables = env(PYTHON=sys.executable, PERF_STEPS="30", ASCEND_DEVICE_ID="0")
     script = project / "test" / "train_performance_1p.sh"
     result = run(script, f"--data_path={project / 'data'}", environ=variables, timeout=300)
@@ -47,14 +59,13 @@ def test_performance_1p_runs_a_fixed_number_of_steps_and_sums_up(
     assert (case_dir / "lenet_bs32_1p_perf.log").read_text().count(" = ") == len(FIELDS) + 1
     assert (case_dir / "train_0.log").is_file()
     # 30 steps: part of the first epoch (40 steps of 32 on the training split).
-    steps = [
-        int(m)
-        for m in re.findall(
-            r'"step": (\d+)', (case_dir / "checkpoints" / "metrics.jsonl").read_text()
-        )
-    ]
+    (metrics,) = (case_dir / "checkpoints").glob("*/metrics.jsonl")  # one dir per run
+    steps = [int(m) for m in re.findall(r'"step": (\d+)', metrics.read_text())]
     assert max(steps) == 30
     assert "Final Performance images/sec" in result.stdout
+    # The run leaves nothing that gen push (git add -A) would commit.
+    assert "!! test/output/" in git(project, "status", "--porcelain", "--ignored").splitlines()
+    assert git(project, "status", "--porcelain") == ""
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "mindspore"])

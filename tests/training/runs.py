@@ -80,6 +80,11 @@ def metrics(output: Path) -> list[dict]:
     return [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
 
 
+def epoch_rows(output: Path) -> list[dict]:
+    """The run record's lines but the every-N-steps ones: train and val per epoch, test."""
+    return [line for line in metrics(output) if line["type"] != "step"]
+
+
 def assert_artifacts(output: Path, names: list[str]) -> None:
     """artifacts.json lists exactly these files, each with its true size and SHA-256."""
     artifacts = json.loads((output / "artifacts.json").read_text())

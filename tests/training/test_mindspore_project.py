@@ -15,6 +15,7 @@ from tests.training.runs import (
     assert_one_line_exit_2,
     assert_same_weights,
     clean_env,
+    epoch_rows,
     free_port,
     metrics,
     run,
@@ -73,7 +74,7 @@ def test_reaches_95_percent_on_the_shipped_digits(loop_run: Path) -> None:
     vals = [line for line in metrics(loop_run) if line["type"] == "val"]
     (test,) = [line for line in metrics(loop_run) if line["type"] == "test"]
     assert [line["epoch"] for line in vals] == list(range(1, EPOCHS + 1))
-    assert test["metrics"]["accuracy"] >= 0.95, test
+    assert test["accuracy"] >= 0.95, test
 
 
 @pytest.mark.slow
@@ -83,8 +84,8 @@ def test_mixed_precision_reaches_95_percent(
     # float16 (O2) with a dynamic loss scale; the custom loop also skips overflowed steps.
     output = train(mindspore_projects["custom"], tmp_path, "--amp", "true")
     (test,) = [line for line in metrics(output) if line["type"] == "test"]
-    assert test["metrics"]["accuracy"] >= 0.95, test
-    assert json.loads((output / "hparams.json").read_text())["amp"] == "O2"
+    assert test["accuracy"] >= 0.95, test
+    assert json.loads((output / "hparams.json").read_text())["resolved"]["amp"] == "O2"
 
 
 @pytest.mark.slow
@@ -93,21 +94,22 @@ def test_msrun_two_ranks_end_with_the_weights_of_one(loop_run: Path, msrun_run: 
     names = {p.name for p in msrun_run.iterdir()}
     assert {"hparams.json", "metrics.jsonl", "artifacts.json", "latest.json"} <= names
     assert {n for n in names if n.endswith(".ckpt")} == {"lenet_epoch1.ckpt", "lenet_epoch2.ckpt"}
-    assert [(line["type"], line["epoch"]) for line in metrics(msrun_run)] == [
+    assert [(line["type"], line["epoch"]) for line in epoch_rows(msrun_run)] == [
         *(("train", 1), ("val", 1), ("train", 2), ("val", 2)),
         ("test", 2),
     ]
-    hparams = json.loads((msrun_run / "hparams.json").read_text())
-    assert (hparams["world_size"], hparams["global_batch_size"]) == (2, 32)
+    resolved = json.loads((msrun_run / "hparams.json").read_text())["resolved"]
+    assert (resolved["world_size"], resolved["global_batch_size"]) == (2, 32)
 
 
 @pytest.mark.slow
 def test_run_record_is_complete_and_hashes_match(loop: str, loop_run: Path) -> None:
     hparams = json.loads((loop_run / "hparams.json").read_text())
-    expected = {"batch_size": 32, "epoch_size": EPOCHS, "world_size": 1, "train_loop": loop}
+    expected = {"batch_size": 32, "epoch_size": EPOCHS}
     assert {key: hparams[key] for key in expected} == expected
+    assert (hparams["resolved"]["world_size"], hparams["resolved"]["train_loop"]) == (1, loop)
     assert {"lr", "momentum", "seed", "context_mode", "amp", "dataset_sink_mode"} <= hparams.keys()
-    lines = metrics(loop_run)
+    lines = epoch_rows(loop_run)
     assert [(line["type"], line["step"], line["epoch"]) for line in lines] == [
         *(
             (kind, epoch * STEPS, epoch)
@@ -157,5 +159,5 @@ def test_two_streaming_workers_end_with_the_weights_of_one(
     single = train(project, tmp_path / "one", *common, "--batch_size", "32")
     two = two_workers(project, tmp_path / "two", *common, "--batch_size", "16")
     assert_same_weights(two / "lenet_epoch1.ckpt", single / "lenet_epoch1.ckpt", 1e-5)
-    hparams = json.loads((two / "hparams.json").read_text())
-    assert hparams["data_in_memory"] is False and hparams["world_size"] == 2
+    resolved = json.loads((two / "hparams.json").read_text())["resolved"]
+    assert resolved["data_in_memory"] is False and resolved["world_size"] == 2

@@ -1,6 +1,7 @@
 """The platforms' contract, for both frameworks: OpenI C2Net jobs (with the real c2net package
 and without it), OBS through moxing (a stand-in that copies local directories), a stop
-(SIGTERM) that leaves the finished epochs saved for --resume auto."""
+(SIGTERM; Ctrl-C's SIGINT reported as such) that leaves the finished epochs saved for
+--resume auto."""
 
 from __future__ import annotations
 
@@ -213,6 +214,28 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
     assert f"after epoch {done}" in again.stdout
     assert_same_weights(checkpoint(where, 12, framework), checkpoint(full_run(name), 12, framework))
     assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(range(1, 13))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pytorch", "model", "custom"])
+def test_ctrl_c_stops_a_run_as_sigint(projects, tmp_path: Path, name: str) -> None:
+    # MindSpore's graph runs make SIGINT send the process SIGTERM (src/scaffold/sigint.py).
+    output = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", str(output)],
+        cwd=projects[name],
+        env=clean_env(),
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+    )
+    _wait_for(output, 1, proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, stderr[-3000:]
+    assert "stopped by SIGINT: the finished epochs' outputs are saved" in stderr
+    assert checkpoint(output, 1, FRAMEWORK[name]).is_file()
 
 
 # --- OBS through moxing: one copier per node, uploads once per change, with retries -------

@@ -27,6 +27,8 @@ LIMIT = 100_000_000
         ("extra/train-images-idx3-ubyte.gz", "MNIST idx"),
         ("data/mnist/labels.csv", "under data/"),
         ("outputs/run1/metrics.jsonl", "under outputs/"),
+        # What test/train_performance_1p.sh leaves, were it forced past the .gitignore.
+        ("test/output/0/checkpoints/20260101-000000/metrics.jsonl", "under test/output/"),
     ],
 )
 def test_refused_by_name(path: str, why: str) -> None:
@@ -35,7 +37,16 @@ def test_refused_by_name(path: str, why: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["data/README.md", ".env.example", "src/model.py", "database/schema.sql", "id_rsa.pub"]
+    "path",
+    [
+        "data/README.md",
+        ".env.example",
+        "src/model.py",
+        "database/schema.sql",
+        "id_rsa.pub",
+        "test/train_performance_1p.sh",
+        "tests/output/expected.txt",
+    ],
 )
 def test_allowed_by_name(path: str) -> None:
     assert filescan.name_reason(path) is None

@@ -324,7 +324,8 @@ def _expected_command(asked: Asked) -> list[str]:
         command += ["--data", "/data"]
     if asked.variant.get("output_pvc"):
         command += ["--output", "/output"]
-    return command
+    # A restarted pod continues the run in its output: a fresh run would be refused there.
+    return [*command, "--", "--resume", "auto"]
 
 
 def _check_ascend_pod(template: dict[str, Any], mounts: list[dict], env: dict[str, dict]) -> None:

@@ -1,4 +1,5 @@
-"""The run record: hparams, metrics lines and artifact hashes; silent on non-zero ranks."""
+"""The run record: hparams, flat metrics lines and artifact hashes; a resumed run rewound to
+its checkpoint; TensorBoard files read back by TensorBoard itself; silent on other ranks."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from src.scaffold.record import RunRecord
 
 
+def lines_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
 def test_writes_hparams_metrics_and_artifacts(tmp_path: Path) -> None:
-    record = RunRecord(tmp_path / "out")
+    record = RunRecord(tmp_path / "out", "run-1")
     record.log_hparams({"lr": 0.1, "batch_size": 4})
     record.log("train", {"loss": 0.5}, step=10, epoch=1)
     record.log("test", {"accuracy": 0.9}, step=10, epoch=1)
@@ -19,42 +26,63 @@ def test_writes_hparams_metrics_and_artifacts(tmp_path: Path) -> None:
     record.add_artifact(checkpoint)
 
     out = tmp_path / "out"
-    assert json.loads((out / "hparams.json").read_text()) == {"lr": 0.1, "batch_size": 4}
-    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [(line["type"], line["step"], line["epoch"]) for line in lines] == [
-        ("train", 10, 1),
-        ("test", 10, 1),
+    hparams = json.loads((out / "hparams.json").read_text())
+    assert hparams == {"run_id": "run-1", "lr": 0.1, "batch_size": 4}
+    lines = lines_of(out)
+    # Flat: pandas.read_json(lines=True) needs no normalising step.
+    assert [{k: v for k, v in line.items() if k != "time"} for line in lines] == [
+        {"run": "run-1", "type": "train", "epoch": 1, "step": 10, "loss": 0.5},
+        {"run": "run-1", "type": "test", "epoch": 1, "step": 10, "accuracy": 0.9},
     ]
-    assert lines[0]["metrics"] == {"loss": 0.5} and isinstance(lines[0]["time"], float)
+    assert isinstance(lines[0]["time"], float)
     digest = hashlib.sha256(b"weights").hexdigest()
     assert json.loads((out / "artifacts.json").read_text()) == [
         {"path": "model.pt", "bytes": 7, "sha256": digest}
     ]
 
 
-def test_resume_appends_and_a_new_run_starts_over(tmp_path: Path) -> None:
-    first = RunRecord(tmp_path)
-    first.log("train", {"loss": 1.0}, step=1, epoch=1)
-    (tmp_path / "a.pt").write_bytes(b"a")
-    first.add_artifact(tmp_path / "a.pt")
+def test_a_resumed_run_drops_what_came_after_its_checkpoint(tmp_path: Path) -> None:
+    first = RunRecord(tmp_path, "run-1")
+    for epoch in (1, 2, 3):
+        first.log("step", {"loss": 1.0, "lr": 0.1}, step=epoch * 10 - 5, epoch=epoch)
+        first.log("train", {"loss": 1.0}, step=epoch * 10, epoch=epoch)
+    first.log("test", {"accuracy": 0.5}, step=30, epoch=3)
+    for name in ("a.pt", "b.pt"):
+        (tmp_path / name).write_bytes(name.encode())
+        first.add_artifact(tmp_path / name)
+    (tmp_path / "b.pt").unlink()  # the retention policy dropped it, the job died before saying so
 
-    resumed = RunRecord(tmp_path, append=True)
-    resumed.log("train", {"loss": 0.5}, step=2, epoch=2)
-    (tmp_path / "b.pt").write_bytes(b"b")
-    resumed.add_artifact(tmp_path / "b.pt")
-    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+    resumed = RunRecord(tmp_path, "run-1", resumed_after=2)
+    resumed.log("train", {"loss": 0.5}, step=30, epoch=3)
+    kept = [(line["type"], line["epoch"]) for line in lines_of(tmp_path)]
+    assert kept == [("step", 1), ("train", 1), ("step", 2), ("train", 2), ("train", 3)]
+    (tmp_path / "c.pt").write_bytes(b"c")
+    resumed.add_artifact(tmp_path / "c.pt")
     paths = [a["path"] for a in json.loads((tmp_path / "artifacts.json").read_text())]
-    assert paths == ["a.pt", "b.pt"]
+    assert paths == ["a.pt", "c.pt"]
 
-    RunRecord(tmp_path)
-    assert not (tmp_path / "metrics.jsonl").exists()
-    assert not (tmp_path / "artifacts.json").exists()
+
+def test_tensorboard_reads_the_scalars_and_the_hparams_text(tmp_path: Path) -> None:
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    record = RunRecord(tmp_path / "out", "run-1", tensorboard=tmp_path / "tb")
+    record.log_hparams({"lr": 0.1})
+    record.log("step", {"loss": 2.0, "lr": 0.5}, step=5, epoch=1)
+    record.log("val", {"accuracy": 0.75}, step=10, epoch=1)
+    board = event_accumulator.EventAccumulator(str(tmp_path / "tb"))
+    board.Reload()
+    assert [(e.step, e.value) for e in board.Scalars("train/loss")] == [(5, 2.0)]
+    assert [(e.step, e.value) for e in board.Scalars("train/lr")] == [(5, 0.5)]
+    assert [(e.step, e.value) for e in board.Scalars("val/accuracy")] == [(10, 0.75)]
+    (text,) = board.Tensors("hparams")  # the text plugin's tensor
+    assert b"| lr | 0.1 |" in text.tensor_proto.string_val[0]
 
 
 def test_disabled_record_writes_nothing(tmp_path: Path) -> None:
-    record = RunRecord(tmp_path / "out", enabled=False)
+    record = RunRecord(tmp_path / "out", "run-1", enabled=False, tensorboard=tmp_path / "tb")
     record.log_hparams({"lr": 0.1})
     record.log("train", {"loss": 1.0}, step=1, epoch=1)
     (tmp_path / "x.pt").write_bytes(b"x")
     record.add_artifact(tmp_path / "x.pt")
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "tb").exists()

@@ -66,17 +66,19 @@ def test_smoke_writes_a_checkpoint_pointer_and_run_record(smoke_run: Path) -> No
     pointer = json.loads((smoke_run / "latest.json").read_text())
     assert pointer["latest"] == pointer["best"] == checkpoint(smoke_run, 1).name
     hparams = json.loads((smoke_run / "hparams.json").read_text())
-    assert hparams["smoke"] is True and hparams["world_size"] == 1
+    assert hparams["smoke"] is True and hparams["resolved"]["world_size"] == 1
     lines = [json.loads(line) for line in (smoke_run / "metrics.jsonl").read_text().splitlines()]
-    assert [line["type"] for line in lines] == ["train", "val", "test"]
-    assert set(lines[1]["metrics"]) == set(lines[2]["metrics"]) == {"loss", "accuracy"}
+    # The last step is always reported, then the epoch's train and val lines, the test.
+    assert [line["type"] for line in lines] == ["step", "train", "val", "test"]
+    assert {"loss", "lr", "samples_per_s"} <= lines[0].keys()
+    assert {"loss", "accuracy"} <= lines[2].keys() & lines[3].keys()
     (artifact,) = json.loads((smoke_run / "artifacts.json").read_text())
     assert artifact["path"] == checkpoint(smoke_run, 1).name
 
 
 def test_arguments_the_platform_adds_are_logged_once_by_name(smoke_run: Path) -> None:
     console = (smoke_run.parent / "console.txt").read_text()
-    ignored = "ignoring arguments this script does not use: --multi_data_url, --init_method"
+    ignored = "platform arguments, accepted and not used: --multi_data_url, --init_method"
     assert console.count(ignored) == 1, console[-2000:]
     assert "tcp://10.0.0.1" not in console  # names only: values may hold credentials
 
@@ -89,8 +91,13 @@ def test_resume_continues_to_the_same_weights(smoke_run: Path, tmp_path: Path) -
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert run_train("--smoke", "--epoch_size", "2", "--train_url", str(whole)).returncode == 0
     assert_same_weights(checkpoint(broken, 2), checkpoint(whole, 2))
-    epochs = [json.loads(line)["epoch"] for line in (broken / "metrics.jsonl").open()]
-    assert epochs == [1, 1, 1, 2, 2, 2]
+    # Epoch 1's test line went: the test is scored once, after the last epoch.
+    lines = [json.loads(line) for line in (broken / "metrics.jsonl").open()]
+    assert [(line["type"], line["epoch"]) for line in lines] == [
+        *(("step", 1), ("train", 1), ("val", 1)),
+        *(("step", 2), ("train", 2), ("val", 2), ("test", 2)),
+    ]
+    assert len({line["run"] for line in lines}) == 1
 
 
 def test_resume_auto_continues_from_the_output_or_starts_afresh(

@@ -120,6 +120,7 @@ cd "$project_root"
 export HCCL_CONNECT_TIMEOUT
 # shellcheck source=/dev/null  # env.sh is linted on its own
 . ./env.sh
+preflight
 if [[ $rank_size -gt $nproc ]]; then choose_interface; fi
 pids=() logs=()
 # SIGTERM to every rank's session, SIGKILL to what outlives RANK_STOP_TIMEOUT seconds.

@@ -22,7 +22,8 @@ modelzoo_run() {
     # Performance: a fixed number of steps, timed; full: the configured epochs.
     if [[ $mode == performance ]]; then extra=(--max_steps "${PERF_STEPS:-200}"); fi
     log_dir=$test_dir/output
-    output=$log_dir/$ASCEND_DEVICE_ID/checkpoints
+    # Each run keeps its own checkpoints: a new run never overwrites another's outputs.
+    output=$log_dir/$ASCEND_DEVICE_ID/checkpoints/$(date -u +%Y%m%d-%H%M%S)
     start=$(date +%s)
     if [[ $size == 1p ]]; then
         log=$log_dir/$ASCEND_DEVICE_ID/train_$ASCEND_DEVICE_ID.log

@@ -15,8 +15,8 @@ from pathlib import Path
 def summary(output: Path, rank_size: int, e2e: float, mode: str) -> dict:
     hparams = json.loads((output / "hparams.json").read_text(encoding="utf-8"))
     lines = [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
-    train = [line["metrics"] for line in lines if line["type"] == "train"]
-    scored = [line["metrics"] for line in lines if line["type"] in ("test", "val")]
+    train = [line for line in lines if line["type"] == "train"]
+    scored = [line for line in lines if line["type"] in ("test", "val")]
     # Steady state: the first epoch also pays for compiling and warming up.
     steady = train[1:] or train
     fps = sum(m["samples_per_s"] for m in steady) / len(steady)

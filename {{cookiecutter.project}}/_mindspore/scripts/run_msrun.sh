@@ -77,6 +77,7 @@ fi
 cd "$project_root"
 # shellcheck source=/dev/null  # env.sh is linted on its own
 . ./env.sh
+preflight
 if [[ $nnodes -gt 1 ]]; then choose_interface; fi
 mkdir -p "$output" "$shim_dir"
 # msrun starts every process as `python train.py` from PATH: ours must come first.

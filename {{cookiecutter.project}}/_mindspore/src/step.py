@@ -1,4 +1,5 @@
-"""Your training step: the loss, the optimizer and the metrics.
+"""Your training step: the loss, the optimizer (its learning rate follows the schedule) and
+the metrics.
 
 The scaffold calls these; it owns the rest of the loop (devices, mixed precision,
 loss scaling, gradient averaging over the ranks, data sink, checkpoints). Change
@@ -21,9 +22,10 @@ def loss() -> nn.Cell:
     return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
 
 
-def optimizer(params: list, cfg) -> nn.Optimizer:
-    """SGD with momentum, from config.yaml's lr and momentum."""
-    return nn.Momentum(params, cfg.lr, cfg.momentum)
+def optimizer(params: list, cfg, lr) -> nn.Optimizer:
+    """SGD with momentum (config.yaml's momentum). ``lr`` is config.yaml's lr, or with a
+    schedule: a LearningRateSchedule giving each step's (config.yaml's schedule:)."""
+    return nn.Momentum(params, lr, cfg.momentum)
 
 
 def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:

@@ -59,6 +59,7 @@ fi
 cd "$project_root"
 # shellcheck source=/dev/null  # env.sh is linted on its own
 . ./env.sh
+preflight
 if [[ $nnodes -gt 1 ]]; then
     choose_interface
     cmd=("${cmd[@]:0:3}" --local_addr "$net_addr" "${cmd[@]:3}")

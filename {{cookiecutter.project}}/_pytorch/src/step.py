@@ -20,7 +20,8 @@ def loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def optimizer(params: Iterable[torch.nn.Parameter], cfg) -> torch.optim.Optimizer:
-    """SGD with momentum, from config.yaml's lr and momentum."""
+    """SGD with momentum, from config.yaml's lr and momentum. The scaffold sets each
+    group's lr every step, following config.yaml's schedule: (scaled by the group's own lr)."""
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)
 
 

@@ -15,11 +15,21 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from src.scaffold.schedule import Schedule
 from src.scaffold.sharding import rank_batches
 from src.scaffold.splits import Splits
 
-# After each epoch: (epoch, mean train loss over the ranks, seconds the epoch took).
-EpochEnd = Callable[[int, float, float], None]
+
+class EpochEnd(Protocol):
+    """What a backend calls while it trains (src/scaffold/epochs.py)."""
+
+    def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
+        """After every training step (1-based over the run): readers of its loss and lr."""
+        ...
+
+    def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
+        """After each epoch: its mean train loss over the ranks and the seconds it took."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -85,9 +95,10 @@ class Backend(Protocol):
     # The input shape of the chosen model (src/model.py), for a smoke run without data.
     input_shape: tuple[int, ...]
 
-    def setup(self, splits: Splits) -> None:
-        """Build the model for the data's shape (splits.info), and the optimizer; take the
-        splits onto the device (in memory) or open loaders over them (streaming)."""
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        """Build the model for the data's shape (splits.info), and the optimizer whose
+        learning rate follows ``schedule``; take the splits onto the device (in memory) or
+        open loaders over them (streaming)."""
         ...
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:

@@ -33,6 +33,7 @@ from src.scaffold.converters import (
     worker_count,
 )
 from src.scaffold.errors import ConfigError
+from src.scaffold.platform_args import platform_arguments, unknown_key
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
 SWITCH = ("auto", "true", "false")
@@ -86,7 +87,7 @@ class Config:
     tensorboard: bool = True
     tensorboard_dir: Path | None = None
     config_path: Path = DEFAULT_CONFIG
-    # Names of the flags the platform added that this script does not use (logged once).
+    # Names of the arguments a platform added (platform_args.py), accepted and not used.
     ignored_args: tuple[str, ...] = ()
     # The options given as flags: they win over what a platform's environment says.
     given: tuple[str, ...] = ()
@@ -228,7 +229,18 @@ class _Parser(argparse.ArgumentParser):
     # argparse prints usage and exits by itself; raise instead, so that every
     # user error reaches train.py's one-line report.
     def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"{message} (see --help)")
+        raise ConfigError(f"{' '.join(message.split())} (see --help)")
+
+
+# The flags besides the options' (argparse adds --help): a typo is compared with them too.
+OTHER_FLAGS = ("config_path", "smoke", "no_tensorboard", "help")
+
+
+def _known_flags(options: dict[str, Option]) -> dict[str, str]:
+    """Every flag train.py knows, by its name without dashes."""
+    flags = {name: f"--{name}" for name in (*OTHER_FLAGS, *options)}
+    flags.update({alias[2:]: alias for option in options.values() for alias in option.aliases})
+    return flags
 
 
 def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
@@ -288,7 +300,7 @@ def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
     keys = {option.key or name: name for name, option in options.items()}
     for key, value in _flatten(raw).items():
         if key not in keys:
-            raise ConfigError(f"{path}: unknown option {key!r}; known: {', '.join(keys)}")
+            raise ConfigError(f"{path}: {unknown_key(key, keys)}")
         key = keys[key]
         if value is None:
             continue
@@ -304,21 +316,17 @@ def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
     return values
 
 
-def _flag_names(unknown: Sequence[str]) -> tuple[str, ...]:
-    """The names among arguments argparse did not know (--init_method=x -> --init_method)."""
-    names = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
-    return tuple(dict.fromkeys(names))
-
-
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse argv (default: sys.argv[1:]) over config.yaml over the code defaults.
 
-    --smoke trains one epoch unless --epoch_size is given. Flags this script does
-    not know, such as the --multi_data_url or --init_method that OpenI and
-    ModelArts add, are kept by name in ignored_args instead of failing the job.
+    --smoke trains one epoch unless --epoch_size is given. The arguments OpenI, C2Net
+    and ModelArts add (platform_args.py: --multi_data_url, --init_method...) are kept by
+    name in ignored_args; any other unknown argument is a ConfigError naming the closest
+    option (--epochs: did you mean --epoch_size?).
     """
     options, config_class = project_options()
-    args, unknown = build_parser(options).parse_known_args(argv)
+    args, extras = build_parser(options).parse_known_args(argv)
+    ignored = platform_arguments(extras, _known_flags(options))
     config_path = args.config_path or DEFAULT_CONFIG
     values = _read_yaml(config_path, options)
     flags = {key: v for key, v in vars(args).items() if v is not None}
@@ -328,4 +336,4 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     if args.smoke and args.epoch_size is None:
         # A smoke run checks the plumbing: one epoch unless asked for more.
         values["epoch_size"] = 1
-    return replace(config_class(), **values, ignored_args=_flag_names(unknown))
+    return replace(config_class(), **values, ignored_args=ignored)

@@ -1,13 +1,18 @@
-"""What happens after every epoch, for both frameworks: validation, the log line, the run
-record, the checkpoint (newest N plus the best kept) and the upload to the platform."""
+"""What happens after every step and every epoch, for both frameworks (rank 0 only).
+
+After a step: progress, and every log_every steps the loss and learning rate in the
+run record. After an epoch: validation, the log line, the run record, the checkpoint
+(newest N plus the best kept) and the upload to the platform."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 from src.scaffold.backend_api import Backend, BatchPlan
 from src.scaffold.checkpoints import Retention, name
+from src.scaffold.progress import Progress
 from src.scaffold.record import RunRecord
 from src.scaffold.uploads import Uploader
 
@@ -25,15 +30,33 @@ class EpochEnd:
         retention: Retention,
         uploader: Uploader | None,
         epoch_size: int,
+        progress: Progress | None = None,
     ) -> None:
         self.backend, self.plan, self.record = backend, plan, record
         self.retention, self.uploader = retention, uploader
-        self.epoch_size = epoch_size
+        self.epoch_size, self.progress = epoch_size, progress
         self.seconds: list[float] = []
+        self.lr: Callable[[], float] = lambda: float("nan")
 
     @property
     def global_batch(self) -> int:
         return self.plan.batch_size * self.plan.world_size
+
+    def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
+        """After training step ``step`` (1-based, counted over the whole run): ``loss`` and
+        ``lr`` read that step's loss and learning rate, only when they are reported (reading
+        a loss waits for the device)."""
+        self.lr = lr
+        progress = self.progress
+        if progress is None:
+            return
+        progress.tick(step)
+        if progress.due(step):
+            epoch = -(-step // max(self.plan.steps_per_epoch, 1))
+            values = {"loss": loss(), "lr": lr()}
+            shown = f"{epoch}/{self.epoch_size}"
+            values["samples_per_s"] = progress.report(step, shown, values["loss"], values["lr"])
+            self.record.log("step", values, step, epoch)
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         self.seconds.append(seconds)
@@ -42,7 +65,8 @@ class EpochEnd:
         step = self.plan.steps_done(epoch)
         steps = step - self.plan.steps_done(epoch - 1)
         throughput = steps * self.global_batch / max(seconds, 1e-9)
-        self.record.log("train", {"loss": train_loss, "samples_per_s": throughput}, step, epoch)
+        done = {"loss": train_loss, "lr": self.lr(), "samples_per_s": throughput}
+        self.record.log("train", {**done, "seconds": seconds}, step, epoch)
         val = self.backend.evaluate("val")
         self.record.log("val", val, step, epoch)
         log.info(

@@ -1,10 +1,14 @@
-"""A run record in the t9k experiment SDK's shape, as plain files in the output directory.
+"""The record of one run, as plain files in its output directory (and TensorBoard, MLflow).
 
-hparams.json      the run's hyperparameters
-metrics.jsonl     one line per log call: type (train|val|test), step, epoch, metrics, time
+hparams.json      the options as asked, the run's id, and what they resolved to
+metrics.jsonl     one flat JSON object per line: run, type, epoch, step, time and the
+                  metrics themselves, so pandas.read_json(path, lines=True) loads it as is.
+                  type "step": every log_every steps (loss, lr, samples_per_s); "train":
+                  each epoch (loss, lr, samples_per_s, seconds); "val": each epoch; "test":
+                  once at the end
 artifacts.json    the files the run produced: path (relative), bytes, sha256
-Only rank 0 writes; on other ranks every method does nothing. Given a TensorBoard
-directory (a C2Net job's LOCAL_TENSORBOARD_PATH), the metrics go there too.
+Only rank 0 writes; on other ranks every method does nothing. A resumed run first drops
+what the interrupted attempt logged after its checkpoint, so every step is there once.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from src.scaffold.errors import ConfigError
 from src.scaffold.tensorboard import EventWriter
@@ -22,7 +27,9 @@ from src.scaffold.tensorboard import EventWriter
 HPARAMS = "hparams.json"
 METRICS = "metrics.jsonl"
 ARTIFACTS = "artifacts.json"
-TYPES = ("train", "val", "test")
+TYPES = ("step", "train", "val", "test")
+# TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
+PREFIX = {"step": "train", "train": "train_epoch", "val": "val", "test": "test"}
 
 
 def sha256_of(path: Path) -> str:
@@ -41,63 +48,90 @@ def _write_json(path: Path, value: object) -> None:
     os.replace(tmp, path)
 
 
-class RunRecord:
-    """Writes the record of one run into output_dir; a no-op unless enabled (rank 0).
+def _markdown(hparams: Mapping[str, Any]) -> str:
+    """The hyperparameters as a two-column markdown table for TensorBoard's Text tab."""
+    rows = [f"| {key} | {json.dumps(value)} |" for key, value in hparams.items()]
+    return "\n".join(["| option | value |", "|---|---|", *rows])
 
-    A new run replaces the metrics and artifacts of an earlier run in the same
-    directory; a resumed run (append=True) adds to them.
+
+class RunRecord:
+    """Writes the record of run ``run_id`` into output_dir; a no-op unless enabled (rank 0).
+
+    ``resumed_after``: None for a new run (its directory holds no other run's outputs:
+    src/scaffold/rundir.py), else the epoch its checkpoint ended (0: restarted from scratch).
     """
 
     def __init__(
         self,
         output_dir: Path,
+        run_id: str,
         enabled: bool = True,
-        append: bool = False,
+        resumed_after: int | None = None,
         tensorboard: Path | None = None,
+        tracker: Any = None,
     ) -> None:
-        self.output_dir = output_dir
-        self.enabled = enabled
+        self.output_dir, self.run_id, self.enabled = output_dir, run_id, enabled
         self._artifacts: list[dict[str, object]] = []
-        self.events = None
+        self.events: EventWriter | None = None
+        self.tracker = tracker
+        self._last_step = 0
         if not enabled:
             return
-        if tensorboard is not None:
-            self.events = EventWriter(tensorboard)
         try:
             output_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ConfigError(
                 f"cannot create output directory {output_dir}: {err.strerror}"
             ) from err
-        artifacts = output_dir / ARTIFACTS
-        if append and artifacts.is_file():
-            self._artifacts = json.loads(artifacts.read_text(encoding="utf-8"))
-        elif not append:
-            (output_dir / METRICS).unlink(missing_ok=True)
-            artifacts.unlink(missing_ok=True)
+        if resumed_after is not None:
+            self._rewind(resumed_after)
+        if tensorboard is not None:
+            self.events = EventWriter(tensorboard)
+            if resumed_after:
+                self.events.restart(self._last_step)
+
+    def _rewind(self, epoch: int) -> None:
+        """Keep what the interrupted attempt logged up to ``epoch``, and the artifacts that
+        are still there; the test is scored again at the end."""
+        metrics = self.output_dir / METRICS
+        if metrics.is_file():
+            lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines()]
+            kept = [line for line in lines if line["epoch"] <= epoch and line["type"] != "test"]
+            self._last_step = max([line["step"] for line in kept], default=0)
+            tmp = metrics.with_name(f".{METRICS}.tmp")
+            tmp.write_text("".join(json.dumps(line) + "\n" for line in kept), encoding="utf-8")
+            os.replace(tmp, metrics)
+        artifacts = self.output_dir / ARTIFACTS
+        if artifacts.is_file():
+            listed = json.loads(artifacts.read_text(encoding="utf-8"))
+            self._artifacts = [a for a in listed if (self.output_dir / a["path"]).is_file()]
 
     def log_hparams(self, hparams: Mapping[str, object]) -> None:
         """Write the hyperparameters (JSON values; paths and the like as strings)."""
-        if self.enabled:
-            _write_json(self.output_dir / HPARAMS, dict(hparams))
+        if not self.enabled:
+            return
+        values = {"run_id": self.run_id, **hparams}
+        _write_json(self.output_dir / HPARAMS, values)
+        if self.events is not None:
+            self.events.text(0, "hparams", _markdown(values))
+        if self.tracker is not None:
+            self.tracker.params(values)
 
     def log(self, type: str, metrics: Mapping[str, float], step: int, epoch: int) -> None:
-        """Append one line of metrics at a global step and epoch (t9k's ``Run.log`` keywords)."""
+        """Append one line of metrics at a global step and epoch."""
         if not self.enabled:
             return
         if type not in TYPES:
             raise ValueError(f"metrics type {type!r} is not one of {', '.join(TYPES)}")
-        line = {
-            "type": type,
-            "step": step,
-            "epoch": epoch,
-            "metrics": dict(metrics),
-            "time": time.time(),
-        }
+        line = {"run": self.run_id, "type": type, "epoch": epoch, "step": step}
+        line.update({"time": time.time(), **metrics})
         with (self.output_dir / METRICS).open("a", encoding="utf-8") as stream:
             stream.write(json.dumps(line) + "\n")
+        named = {f"{PREFIX[type]}/{name}": float(v) for name, v in metrics.items()}
         if self.events is not None:
-            self.events.scalars(step, {f"{type}/{name}": v for name, v in metrics.items()})
+            self.events.scalars(step, named)
+        if self.tracker is not None:
+            self.tracker.metrics(named, step)
 
     def remove_artifact(self, path: Path) -> None:
         """Forget a file under output_dir that was deleted (a checkpoint no longer kept)."""
@@ -115,3 +149,10 @@ class RunRecord:
         entry = {"path": relative, "bytes": path.stat().st_size, "sha256": sha256_of(path)}
         self._artifacts = [a for a in self._artifacts if a["path"] != relative] + [entry]
         _write_json(self.output_dir / ARTIFACTS, self._artifacts)
+        if self.tracker is not None:
+            self.tracker.artifact(path)
+
+    def finish(self, failed: bool) -> None:
+        """The run ended (MLflow marks it finished or failed)."""
+        if self.enabled and self.tracker is not None:
+            self.tracker.finish(failed)

@@ -10,6 +10,7 @@ epochs left before the process exits non-zero.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -18,14 +19,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from src.scaffold import checkpoints, finder, pretrained, storage
+from src.scaffold import checkpoints, finder, pretrained, rundir, storage
 from src.scaffold.backend import create
 from src.scaffold.backend_api import Backend, BatchPlan
 from src.scaffold.config import Config, parse_config
 from src.scaffold.epochs import EpochEnd
-from src.scaffold.errors import Stopped, StorageError, TrainError
+from src.scaffold.errors import ConfigError, Stopped, StorageError, TrainError
 from src.scaffold.once import Once
+from src.scaffold.progress import Progress
 from src.scaffold.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
+from src.scaffold.schedule import Schedule
+from src.scaffold.splits import Splits
 from src.scaffold.uploads import Uploader
 
 log = logging.getLogger("train")
@@ -74,7 +78,8 @@ def _auto_resume(cfg: Config, where: storage.Storage, backend: Backend) -> Path 
 
 def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool]:
     """(first epoch, data-order seed, resumed): from a checkpoint, else epoch 1 with
-    pretrained weights if any."""
+    pretrained weights if any. Resumed also when --resume auto finds the record of a run
+    that ended before its first checkpoint: that run starts again."""
     path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
     if cfg.resume == "auto":
         path = _auto_resume(cfg, where, backend)
@@ -93,49 +98,111 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
         backend.load_pretrained(found, cfg.skip_layers)
         skipped = f" (kept {', '.join(cfg.skip_layers)} initialised)" if cfg.skip_layers else ""
         log.info("loaded pretrained weights from %s%s", found, skipped)
-    return 1, cfg.seed, False
+    return 1, cfg.seed, cfg.resume == "auto" and rundir.run_id_of(Path(cfg.train_url)) is not None
+
+
+def _check_fresh(cfg: Config, where: storage.Storage) -> None:
+    """Stop a new run whose output directory, here or on the platform, holds another run."""
+    rundir.check_fresh(Path(cfg.train_url), cfg.resume)
+    remote = where.remote
+    if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
+        raise ConfigError(
+            f"{remote.where} holds another run's outputs: continue it with --resume auto, "
+            "or give another --train_url (a new run never overwrites another's outputs)"
+        )
+
+
+def _record(cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool) -> RunRecord:
+    """The run record of rank 0: the run's id kept when it continues; TensorBoard files
+    unless turned off; MLflow when the user has a server (MLFLOW_TRACKING_URI)."""
+    output = Path(cfg.train_url)
+    run_id = (resumed and rundir.run_id_of(output)) or rundir.new_run_id()
+    board = None
+    if cfg.tensorboard:
+        board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
+    tracker = None
+    if rank == 0:
+        from src.scaffold.tracking import Tracker
+
+        tracker = Tracker.start(run_id, output, resumed)
+    after = first - 1 if resumed else None
+    return RunRecord(output, run_id, rank == 0, after, board, tracker)
 
 
 def _train(
     cfg: Config, where: storage.Storage, backend: Backend, uploader: Uploader | None
 ) -> None:
     splits = finder.splits(cfg, backend.world_size, backend.input_shape)
-    backend.setup(splits)
+    plan = BatchPlan(
+        len(splits.train), cfg.batch_size, backend.world_size, backend.rank, cfg.seed, cfg.max_steps
+    )
+    last = plan.last_epoch(cfg.epoch_size)
+    total = plan.steps_done(last)
+    backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, total))
     first, seed, resumed = _start(cfg, where, backend)
+    plan = replace(plan, seed=seed)
     output = Path(cfg.train_url)
     if uploader is not None and resumed:
         uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
-    plan = BatchPlan(
-        len(splits.train), cfg.batch_size, backend.world_size, backend.rank, seed, cfg.max_steps
-    )
-    record = RunRecord(output, backend.rank == 0, resumed, where.tensorboard)
-    launch = {"seed": seed, "world_size": backend.world_size, "device": backend.device}
+    record = _record(cfg, where, backend.rank, first, resumed)
+    try:
+        _epochs(cfg, backend, splits, plan, record, uploader, (first, last, total))
+    except BaseException:
+        record.finish(failed=True)
+        raise
+    record.finish(failed=False)
+
+
+def _epochs(
+    cfg: Config,
+    backend: Backend,
+    splits: Splits,
+    plan: BatchPlan,
+    record: RunRecord,
+    uploader: Uploader | None,
+    span: tuple[int, int, int],
+) -> None:
+    """Log what the run is, train epochs first..last (of ``total`` steps), test."""
+    first, last, total = span
+    launch = {"seed": plan.seed, "world_size": backend.world_size, "device": backend.device}
     launch["global_batch_size"] = cfg.batch_size * backend.world_size
-    resolved = {**launch, **splits.info.record(), **backend.describe()}
-    record.log_hparams({**cfg.hparams(), **resolved})
+    sizes = {f"{name}_samples": len(getattr(splits, name)) for name in ("train", "val", "test")}
+    resolved = {**launch, **splits.info.record(), **sizes, **backend.describe()}
+    record.log_hparams({**cfg.hparams(), "resolved": resolved})
     keep = cfg.keep_checkpoints
-    retention = checkpoints.Retention.resume(output, backend.suffix, keep, cfg.model)
-    hook = EpochEnd(backend, plan, record, retention, uploader, cfg.epoch_size)
-    last = plan.last_epoch(cfg.epoch_size)
+    retention = checkpoints.Retention.resume(Path(cfg.train_url), backend.suffix, keep, cfg.model)
+    global_batch = launch["global_batch_size"]
+    progress = None
+    if backend.rank == 0:
+        bar = sys.stdout.isatty()
+        progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
+    hook = EpochEnd(backend, plan, record, retention, uploader, cfg.epoch_size, progress)
     log.info(
         "training on %d x %s: %d samples, %d held out for validation, %d for the test",
-        *(backend.world_size, backend.device, len(splits.train), len(splits.val), len(splits.test)),
+        *(backend.world_size, backend.device, *sizes.values()),
     )
     if first <= last:
-        backend.fit(first, last, plan, hook)
+        with progress.shown() if progress is not None else contextlib.nullcontext():
+            backend.fit(first, last, plan, hook)
     else:
         log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
     if backend.rank == 0:
         hook.test(max(last, first - 1))
 
 
+class _Format(logging.Formatter):
+    """The time and the message; from WARNING up the level too, so warnings stand out."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.level = f"{record.levelname} " if record.levelno >= logging.WARNING else ""
+        return super().format(record)
+
+
 def _configure_logging(rank: int) -> None:
     # Only rank 0 reports progress; the others speak up for warnings.
-    logging.basicConfig(
-        level=logging.INFO if rank == 0 else logging.WARNING,
-        format="%(asctime)s %(message)s",
-        stream=sys.stdout,
-    )
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(_Format("%(asctime)s %(level)s%(message)s"))
+    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING, handlers=[handler])
 
 
 def run(cfg: Config) -> None:
@@ -146,10 +213,13 @@ def run(cfg: Config) -> None:
             return
         _configure_logging(backend.rank)
         if cfg.ignored_args:
-            log.info("ignoring arguments this script does not use: %s", ", ".join(cfg.ignored_args))
+            log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
         with stopping():
             where = storage.prepare(cfg)
             cfg = replace(cfg, data_url=where.data, train_url=where.output)
+            if backend.rank == 0:
+                # Before anything is written: a new run never mixes with another's outputs.
+                _check_fresh(cfg, where)
             uploader = Uploader(where.output, where.remote) if backend.rank == 0 else None
             try:
                 _train(cfg, where, backend, uploader)

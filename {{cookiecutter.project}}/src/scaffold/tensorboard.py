@@ -1,9 +1,12 @@
-"""Scalars for TensorBoard, without TensorBoard: its event-file format, written by hand.
+"""Scalars and text for TensorBoard, without TensorBoard: its event-file format, by hand.
 
-OpenI's C2Net jobs name a TensorBoard directory (LOCAL_TENSORBOARD_PATH) and show what is
-written there. An event file is a sequence of TFRecords, each an Event message:
-wall_time (field 1, double), step (2, int64), file_version (3, string) or summary (5),
-a Summary of Values: tag (1, string) and simple_value (2, float).
+Both frameworks write the same files (no TensorFlow, torch.utils.tensorboard or
+MindSpore's SummaryRecord needed), into train_url/tensorboard or, on OpenI's C2Net,
+the job's LOCAL_TENSORBOARD_PATH, which the platform shows. An event file is a
+sequence of TFRecords, each an Event message: wall_time (field 1, double), step (2,
+int64), then file_version (3, string), summary (5) or session_log (6). A Summary holds
+Values: tag (1), simple_value (2, float) for scalars; metadata (9) naming the text
+plugin and a string tensor (8) for text.
 """
 
 from __future__ import annotations
@@ -78,3 +81,16 @@ class EventWriter:
             for tag, value in values.items()
         )
         self._write(_event(step, _field(5, summary)))
+
+    def text(self, step: int, tag: str, markdown: str) -> None:
+        """Markdown under ``tag`` in TensorBoard's Text tab (the run's hyperparameters)."""
+        plugin = _field(1, _field(1, b"text"))  # SummaryMetadata.plugin_data.plugin_name
+        # TensorProto: dtype DT_STRING (7), a scalar shape (empty), one string_val.
+        tensor = _varint(1 << 3 | 0) + _varint(7) + _field(2, b"") + _field(8, markdown.encode())
+        value = _field(1, tag.encode()) + _field(9, plugin) + _field(8, tensor)
+        self._write(_event(step, _field(5, _field(1, value))))
+
+    def restart(self, step: int) -> None:
+        """Mark a resumed run: TensorBoard drops the points after ``step`` that the earlier
+        attempt wrote (SessionLog START), so each step is shown once."""
+        self._write(_event(step, _field(6, _varint(1 << 3 | 0) + _varint(1))))

@@ -34,6 +34,8 @@ class Remote(Protocol):
 
     def get(self, names: list[str], local: Path) -> list[str]: ...
 
+    def holds(self, name: str) -> bool: ...
+
 
 class ObsRemote:
     """An obs:// directory, written file by file with moxing."""
@@ -48,6 +50,9 @@ class ObsRemote:
     def delete(self, names: list[str]) -> None:
         for name in names:
             obs.remove(f"{self.where}/{name}")
+
+    def holds(self, name: str) -> bool:
+        return obs.exists(f"{self.where}/{name}")
 
     def get(self, names: list[str], local: Path) -> list[str]:
         """Fetch those of ``names`` that exist remotely; return them."""
@@ -77,6 +82,10 @@ class C2netRemote:
         if self.url is None or obs.moxing() is None:
             return []
         return ObsRemote(self.url).get(names, local)
+
+    def holds(self, name: str) -> bool:
+        # Without moxing c2net's OUTPUT_URL cannot be read: each C2Net task has its own.
+        return self.url is not None and obs.moxing() is not None and ObsRemote(self.url).holds(name)
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 from mindspore.amp import auto_mixed_precision
 
@@ -23,6 +24,7 @@ from src.scaffold.context import init_env
 from src.scaffold.errors import CheckpointError, ConfigError
 from src.scaffold.loader import Loader
 from src.scaffold.registry import MODELS, DataShape, ModelSpec
+from src.scaffold.schedule import Schedule
 from src.scaffold.splits import Splits
 from src.scaffold.train_loop import LOOP, fit
 
@@ -33,6 +35,8 @@ CHECKPOINT_SUFFIX = ".ckpt"
 HEAD = MODELS["lenet"].head
 # Checkpoint entries that are bookkeeping, not weights or optimizer state.
 META = ("epoch", "seed")
+# The optimizer's learning-rate parameter: from the config, never from a checkpoint.
+LR = "learning_rate"
 # What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
 LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
 
@@ -79,7 +83,7 @@ class MindSporeBackend:
             "dataset_sink_mode": self.sink,
         }
 
-    def setup(self, splits: Splits) -> None:
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
         info = splits.info
         # Seeded again here: every rank builds the same initial weights, whatever ran before.
         ms.set_seed(self.cfg.seed)
@@ -91,18 +95,35 @@ class MindSporeBackend:
             # float16 compute; the loops then scale the loss dynamically and skip steps
             # whose gradients overflow.
             self.net = auto_mixed_precision(self.net, self.cfg.amp_level.upper())
-        self.optimizer = step.optimizer(self.net.trainable_params(), self.cfg)
+        # A list is MindSpore's dynamic learning rate: one value per step, looked up by the
+        # optimizer's global step. A plain number when every step trains at lr.
+        lr = schedule.base if schedule.constant else schedule.values()
+        self.optimizer = step.optimizer(self.net.trainable_params(), self.cfg, lr)
+        self.lrs = self._lr_table()
         self.loader = Loader(splits, self.cfg, self.world_size)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         fit(self, first, last, plan, on_epoch_end)
 
+    def _lr_table(self) -> np.ndarray:
+        """The optimizer's learning rates: one per step (dynamic), or one for all."""
+        lr = self.optimizer.learning_rate
+        # A dynamic rate is a schedule cell holding the table as its own parameter.
+        table = getattr(lr, "learning_rate", lr)
+        return np.asarray(table.asnumpy(), dtype=np.float32).reshape(-1)
+
+    def lr_of(self, step: int) -> float:
+        """The learning rate the optimizer used for step ``step`` (1-based over the run)."""
+        return float(self.lrs[min(step - 1, len(self.lrs) - 1)])
+
     def evaluate(self, split: str) -> dict[str, float]:
         return step.evaluate(self.net, self.loader.batches(split))
 
     def save(self, path: Path, meta: dict[str, int]) -> None:
-        # The optimizer's parameters include the network's: one entry per name.
-        params = {p.name: p for p in (*self.net.get_parameters(), *self.optimizer.get_parameters())}
+        # The optimizer's parameters include the network's: one entry per name. The learning
+        # rate is left out: config.yaml's schedule gives it, also to a resumed run.
+        every = (*self.net.get_parameters(), *self.optimizer.get_parameters())
+        params = {p.name: p for p in every if p.name != LR}
         # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
         tmp = path.with_name(f".{path.stem}.tmp.ckpt")
         entries = [{"name": name, "data": p} for name, p in params.items()]
@@ -122,8 +143,10 @@ class MindSporeBackend:
         params = self._read(path, "--resume")
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
+            params.pop(LR, None)  # older checkpoints carry it
             missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
             missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
+            missing = [name for name in missing if name != LR]
         except LOAD_ERRORS as err:
             reason = " ".join(str(err).split())[:300] or type(err).__name__
             raise CheckpointError(

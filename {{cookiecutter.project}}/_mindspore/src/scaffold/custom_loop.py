@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Any
 
 import mindspore as ms
@@ -70,6 +71,10 @@ class TrainStep(nn.Cell):
         return loss
 
 
+def _value(loss: ms.Tensor) -> float:
+    return float(loss.asnumpy())
+
+
 def _scaler(backend: Any) -> Any:
     if backend.amp:
         return DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=50)
@@ -90,12 +95,20 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         run_sink = ms.data_sink(train_step, dataset, sink_size=steps // sinks)
     else:
         batches = dataset.create_tuple_iterator(num_epochs=last - first + 1)
+    per_call = steps // sinks if sink else 1
     for epoch in range(first, last + 1):
         start = time.perf_counter()
+        done = plan.steps_done(epoch - 1)
+        # Each call runs a step, or a whole sink of them on the device.
         if sink:
-            losses = [run_sink() for _ in range(sinks)]
+            calls = (run_sink() for _ in range(sinks))
         else:
-            # Read once the epoch is done: reading each loss would wait for every step.
-            losses = [train_step(inputs, labels) for inputs, labels in batches]
+            calls = (train_step(inputs, labels) for inputs, labels in batches)
+        losses = []
+        for loss in calls:
+            losses.append(loss)
+            step = done + len(losses) * per_call
+            # Read only when reported: reading each loss would wait for every step.
+            on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, step))
         train_loss = float(np.mean([loss.asnumpy() for loss in losses]))
         on_epoch_end(epoch, train_loss, time.perf_counter() - start)

@@ -30,13 +30,18 @@ LOOP = "model"
 
 
 class EpochCallback(Callback):
-    """Collects each step's loss and hands every finished epoch of ours to on_epoch_end."""
+    """Collects each step's loss, reports it to on_epoch_end.step, and hands every finished
+    epoch of ours to on_epoch_end."""
 
-    def __init__(self, on_epoch_end: EpochEnd, sinks: int) -> None:
+    def __init__(
+        self, on_epoch_end: EpochEnd, sinks: int, backend: Any, done: int, per_call: int
+    ) -> None:
         super().__init__()
         self.on_epoch_end, self.sinks = on_epoch_end, sinks
         self.losses: list[float] = []
         self.start = time.perf_counter()
+        # Steps before this start, and per callback: 1, or a whole sink's with data sink.
+        self.step, self.per_call, self.backend = done, per_call, backend
 
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
         if (run_context.original_args().cur_epoch_num - 1) % self.sinks == 0:
@@ -48,6 +53,9 @@ class EpochCallback(Callback):
         # With loss scaling the network returns (loss, overflow, scale).
         loss = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         self.losses.append(float(loss.asnumpy()))
+        self.step += self.per_call
+        step = self.step
+        self.on_epoch_end.step(step, lambda: self.losses[-1], lambda: self.backend.lr_of(step))
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         sink_epoch = run_context.original_args().cur_epoch_num
@@ -75,11 +83,12 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
     # In data parallel mode Model's train cell averages the gradients over the ranks.
     model = Model(backend.net, step.loss(), backend.optimizer, loss_scale_manager=_scale(backend))
+    per = steps // sinks if sink else 1
     model.train(
         # Model.train's epochs are sinks; it runs from initial_epoch to this count.
         last * sinks,
         dataset,
-        callbacks=[EpochCallback(on_epoch_end, sinks)],
+        callbacks=[EpochCallback(on_epoch_end, sinks, backend, plan.steps_done(first - 1), per)],
         dataset_sink_mode=sink,
         sink_size=steps // sinks if sink else -1,
         initial_epoch=(first - 1) * sinks,

@@ -25,6 +25,7 @@ from src.scaffold.errors import CheckpointError, ConfigError
 from src.scaffold.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.precision import choose
 from src.scaffold.registry import MODELS, DataShape, ModelSpec
+from src.scaffold.schedule import Schedule
 from src.scaffold.sharding import cpu_count
 from src.scaffold.splits import Splits
 
@@ -81,13 +82,16 @@ class TorchBackend:
             # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
             self.net = self.net.to(memory_format=torch.channels_last)
         self.optimizer = step.optimizer(self.net.parameters(), self.cfg)
+        # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.model: torch.nn.Module | None = self.net
         if self.world_size > 1:
             # DDP averages the gradients over the ranks after every backward pass.
             ids = None if self.torch_device.type == "cpu" else [self.torch_device.index]
             self.model = DistributedDataParallel(self.net, device_ids=ids)
 
-    def setup(self, splits: Splits) -> None:
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        self.schedule = schedule
         info = splits.info
         self._build(DataShape(info.shape, info.num_classes))
         normalise = Normalise(info.mean, info.std, len(info.shape), self.torch_device)
@@ -122,12 +126,19 @@ class TorchBackend:
             "num_workers": self.workers,
         }
 
-    def _epoch(self, plan: BatchPlan, epoch: int) -> torch.Tensor:
+    def lr(self) -> float:
+        """The learning rate of the last step, as the optimizer used it."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _epoch(self, plan: BatchPlan, epoch: int, hook: EpochEnd) -> torch.Tensor:
         """One pass over this rank's batches of ``epoch``; return the mean loss."""
         self.model.train()
         loss_sum = torch.zeros((), device=self.torch_device)
         steps = 0
+        done = plan.steps_done(epoch - 1)
         for inputs, labels in self.data["train"].epoch(plan, epoch):
+            for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+                group["lr"] = self.schedule.scaled(base, done + steps)
             with self.precision.autocast():
                 loss = step.loss(self.model(inputs), labels)
             self.optimizer.zero_grad(set_to_none=True)
@@ -138,15 +149,17 @@ class TorchBackend:
                 self.scaler.scale(loss).backward()
                 self.scaler.step(self.optimizer)
                 self.scaler.update()
-            # Summed on the device: reading .item() every step would stall a GPU.
+            # Summed on the device: reading .item() every step would stall a GPU; the hook
+            # reads it only on the steps it reports.
             loss_sum += loss.detach().float()
             steps += 1
+            hook.step(done + steps, loss.item, self.lr)
         return loss_sum / max(steps, 1)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         for epoch in range(first, last + 1):
             start = time.perf_counter()
-            loss = self._epoch(plan, epoch)
+            loss = self._epoch(plan, epoch, on_epoch_end)
             # .item() waits for the device: the time covers the work, not just its launch.
             train_loss = distributed.average(loss, self.world_size).item()
             on_epoch_end(epoch, train_loss, time.perf_counter() - start)

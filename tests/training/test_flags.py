@@ -1,0 +1,85 @@
+"""train.py's flags end to end: a mistyped option is one `error:` line naming the closest
+known one, exit 2, nothing written; the arguments OpenI, C2Net and ModelArts add pass."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.training import runs
+
+TYPOS = [
+    (("--epochs", "0"), "unknown option --epochs (did you mean --epoch_size?)"),
+    (("--learning_rate", "0.5"), "unknown option --learning_rate (did you mean --lr?)"),
+    (("--bs", "8"), "unknown option --bs (did you mean --batch_size?)"),
+    (("--lr=abc",), "argument --lr: 'abc' is not a number"),
+    (("--epoch", "3"), "unknown option --epoch (did you mean --epoch_size?)"),
+    (("epochs",), "unexpected argument 'epochs'"),
+]
+# Values a platform might pass; none may reach the log (they can hold credentials).
+SECRET = "VALUE-NOT-LOGGED"
+
+
+def _typo_run(
+    project: Path, output: Path, typo: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    argv = ("train.py", "--device_target", "cpu", "--train_url", str(output))
+    return runs.run(project, *argv, *typo)
+
+
+@pytest.mark.parametrize(("typo", "expected"), TYPOS)
+def test_a_typo_stops_train_py_with_one_line(
+    pytorch_project: Path, tmp_path: Path, typo: tuple[str, ...], expected: str
+) -> None:
+    output = tmp_path / "out"
+    runs.assert_one_line_exit_2(_typo_run(pytorch_project, output, typo), expected)
+    assert not output.exists()
+
+
+@pytest.mark.parametrize(
+    ("typo", "expected"),
+    [
+        (("--epochs", "0"), "did you mean --epoch_size?"),
+        # MindSpore's own options (config_ext.py) are compared with too.
+        (("--sink-size", "2"), "unknown option --sink-size (did you mean --sink_size?)"),
+    ],
+)
+def test_a_typo_stops_the_mindspore_train_py_too(
+    mindspore_projects: dict[str, Path], tmp_path: Path, typo: tuple[str, ...], expected: str
+) -> None:
+    output = tmp_path / "out"
+    runs.assert_one_line_exit_2(_typo_run(mindspore_projects["model"], output, typo), expected)
+    assert not output.exists()
+
+
+def _platform_arguments(project: Path) -> list[str]:
+    """The names in the project's own table (src/scaffold/platform_args.py)."""
+    code = "from src.scaffold.platform_args import PLATFORM_ARGS; print(*PLATFORM_ARGS)"
+    listed = runs.run(project, "-c", code)
+    assert listed.returncode == 0, listed.stderr
+    return [f"--{name}" for name in listed.stdout.split()]
+
+
+@pytest.mark.slow
+def test_a_run_with_every_platform_argument_trains(pytorch_project: Path, tmp_path: Path) -> None:
+    names = _platform_arguments(pytorch_project)
+    assert "--multi_data_url" in names and "--init_method" in names
+    # Both forms, as the platforms write them: --x=v (OpenI NPU, C2Net) and --x v (ModelArts).
+    extra = [
+        word
+        for i, name in enumerate(names)
+        for word in ([f"{name}={SECRET}"] if i % 2 else [name, SECRET])
+    ]
+    output = tmp_path / "out"
+    argv = ("train.py", "--device_target", "cpu", "--train_url", str(output))
+    result = runs.run(pytorch_project, *argv, "--epoch_size", "1", "--max_steps", "5", *extra)
+    console = result.stdout + result.stderr
+    assert result.returncode == 0, console[-3000:]
+    assert runs.metrics(output)[-1]["type"] == "test"
+    # One line names them all, once each, in order; no value is logged.
+    (line,) = [line for line in console.splitlines() if names[0] in line]
+    assert all(line.count(name) == 1 for name in names), line
+    assert [line.index(name) for name in names] == sorted(line.index(name) for name in names)
+    assert SECRET not in console

@@ -1,0 +1,1 @@
+{{ 'report' | module_source }}

@@ -7,11 +7,14 @@ cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh train
 root="$PWD"
 mkdir -p demo
+output=output
 if [ ! -d demo/mnist-lenet ]; then
     .venv/bin/gen new mnist-lenet --no-input --output-dir demo
 else
-    echo "demo/mnist-lenet exists: training it again"
+    # A new run never writes into another run's output directory: this one gets its own.
+    output=output-$(date -u +%Y%m%d-%H%M%S)
+    echo "demo/mnist-lenet exists: training it again into demo/mnist-lenet/$output"
 fi
 cd demo/mnist-lenet
-PYTHON="$root/.venv/bin/python" bash scripts/run_1p.sh
-echo "done: checkpoints and run record in demo/mnist-lenet/output"
+PYTHON="$root/.venv/bin/python" bash scripts/run_1p.sh --output "$output"
+echo "done: checkpoints, TensorBoard files and the run record in demo/mnist-lenet/$output"

@@ -12,6 +12,13 @@ if sys.version_info < (3, 8):  # noqa: UP036 (the check itself)
     sys.stderr.write("error: train.py needs Python 3.8 or newer; this is ")
     sys.stderr.write(sys.version.split()[0] + "\n")
     sys.exit(2)
+{%- if cookiecutter.framework == 'mindspore' %}
+
+from src.scaffold.sigint import take_sigint  # noqa: E402
+
+# Before numpy and MindSpore start threads: Ctrl-C must stay SIGINT (see sigint.py).
+take_sigint()
+{%- endif %}
 
 from src.scaffold.runner import main  # noqa: E402
 

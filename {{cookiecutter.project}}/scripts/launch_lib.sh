@@ -45,11 +45,7 @@ absolute_paths() {
 }
 
 # A bad command line: the reason, then the sourcing script's usage; exit 2.
-die_usage() {
-    printf 'error: %s\n\n' "$1" >&2
-    usage >&2
-    exit 2
-}
+die_usage() { printf 'error: %s\n\n' "$1" >&2; usage >&2; exit 2; }
 
 # die MESSAGE [LOG]: a good command line that cannot run here (a missing file, a bad rank
 # table) or a job that failed; the last lines of LOG follow; exit 1.
@@ -59,13 +55,12 @@ die() {
     exit 1
 }
 
-# A path from the command line or the environment is relative to the caller's
-# directory, not to the project root the script moves to.
-absolute() {
-    case $1 in
-        /* | '') printf '%s' "$1" ;;
-        *) printf '%s/%s' "$PWD" "$1" ;;
-    esac
+# A path given is relative to the caller's directory, not to the project root we move to.
+absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+
+# Before any rank starts or a log is written: train.py's options and the output, checked once.
+preflight() {
+    "$python" -m src.scaffold.rundir --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
 }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
@@ -136,7 +131,7 @@ choose_interface() {
 # waits at most --join-timeout; a signal, or that timeout, stops the whole session.
 # Sets job_status to COMMAND's exit status (124 when the node gave up waiting).
 watch_job() {
-    local log=$1 waited=0 stopping=''
+    local log=$1 waited=0 stopping='' children=() targets=()
     shift
     : >"$log"
     # Both streams append to LOG (O_APPEND: their lines never overwrite each other).
@@ -149,16 +144,21 @@ watch_job() {
     while kill -0 "$job_pid" 2>/dev/null; do
         if [[ -z $stopping && $waited -ge $((join_timeout * 5)) ]] && ! joined; then stopping=124; fi
         if [[ -n $stopping ]]; then break; fi
-        sleep 0.2
+        # A Ctrl-C kills the sleep too: under set -e that would end the node, the job left running.
+        sleep 0.2 || true
         waited=$((waited + 1))
     done
     if [[ -n $stopping ]]; then
-        kill -TERM -- "-$job_pid" 2>/dev/null || true
+        # msrun starts each worker in a session of its own: its group first (msrun SIGKILLs
+        # the other workers when one exits), then the children's.
+        read -ra children 2>/dev/null <"/proc/$job_pid/task/$job_pid/children" || true
+        targets=("-$job_pid" ${children[@]+"${children[@]/#/-}"})
+        kill -TERM -- "${targets[@]}" 2>/dev/null || true
         for ((waited = 0; waited < 50; waited++)); do
-            kill -0 -- "-$job_pid" 2>/dev/null || break
-            sleep 0.2
+            kill -0 -- "${targets[@]}" 2>/dev/null || break
+            sleep 0.2 || true
         done
-        kill -KILL -- "-$job_pid" 2>/dev/null || true
+        kill -KILL -- "${targets[@]}" 2>/dev/null || true
     fi
     job_status=0
     wait "$job_pid" || job_status=$?

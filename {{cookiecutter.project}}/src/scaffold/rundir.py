@@ -14,6 +14,7 @@ before they start any rank or write a log: the same options parsed and the same 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sys
 import time
@@ -24,6 +25,8 @@ from src.scaffold.checkpoints import MARK, POINTER, read_pointer
 from src.scaffold.errors import ConfigError, TrainError
 
 RECORD = ("hparams.json", "metrics.jsonl", "artifacts.json", POINTER)
+# Either framework's checkpoints: lenet_epoch7.pt, resnet_epoch3.ckpt.
+CHECKPOINT = re.compile(rf"[A-Za-z0-9_.-]+{MARK}\d+\.(pt|ckpt)")
 TENSORBOARD = "tensorboard"
 
 
@@ -47,7 +50,7 @@ def outputs_in(directory: Path) -> list[str]:
     if not directory.is_dir():
         return []
     found = [name for name in RECORD if (directory / name).exists()]
-    found += sorted(p.name for p in directory.glob(f"*{MARK}*") if p.is_file())
+    found += sorted(p.name for p in directory.iterdir() if CHECKPOINT.fullmatch(p.name))
     board = directory / TENSORBOARD
     if board.is_dir() and any(board.iterdir()):
         found.append(f"{TENSORBOARD}/")

@@ -19,7 +19,11 @@ ratio is the median over the repeats of a configuration's samples/s over the qui
 the same repeat. The digits (8x8 scaled to 28x28) with the training split repeated
 --repeat-data times: 10 gives 12,928 training samples, 404 steps of 32 an epoch.
 
-    python bench/bench_watch.py [pytorch|mindspore ...] [--epochs 4] [--repeats 5]
+--threads sets OMP_NUM_THREADS for every run alike: on a small machine shared with other
+work, the frameworks' default intra-op threads make the same run's epochs vary tenfold (see
+README.md), far more than what is measured here.
+
+    python bench/bench_watch.py [pytorch|mindspore ...] [--epochs 4] [--repeats 5] [--threads 1]
 """
 
 from __future__ import annotations
@@ -62,13 +66,15 @@ def bench(framework: str, args: argparse.Namespace, work: Path) -> None:
     runs: dict[str, list[tb.Run]] = {name: [] for name in names}
     board: dict[str, int] = {}
     loads: list[float] = []
+    threads = {} if args.threads is None else {"OMP_NUM_THREADS": str(args.threads)}
     began = time.perf_counter()
     for attempt in range(args.repeats):
         turn = attempt % len(names)
         for name in names[turn:] + names[:turn]:
             output = work / f"run-{framework}-{attempt}-{names.index(name)}"
-            flags = ("--epoch_size", str(args.epochs), *CONFIGS[name])
-            run = tb.run_train_py(project, digits.directory, output, *flags)
+            flags = ["--data_url", str(digits.directory), "--train_url", str(output)]
+            flags += ["--epoch_size", str(args.epochs), *CONFIGS[name]]
+            run = tb.run_train(project, output, flags, threads)
             runs[name].append(run)
             board[name] = event_bytes(output)
             loads.append(os.getloadavg()[0])
@@ -81,8 +87,8 @@ def bench(framework: str, args: argparse.Namespace, work: Path) -> None:
         f"{' (' + options['ms_train_loop'] + ' loop)' if options else ''}: LeNet on digits "
         f"x{args.repeat_data} ({steps * tb.BATCH_SIZE} training samples, {steps} steps an "
         f"epoch), batch {tb.BATCH_SIZE}, {args.epochs} epochs, {args.repeats} repeats, CPU "
-        f"({os.cpu_count()} cores); {elapsed:.0f} s; load average (1 min) "
-        f"{min(loads):.1f} to {max(loads):.1f}\n"
+        f"({os.cpu_count()} cores, {args.threads or 'default'} threads); {elapsed:.0f} s; "
+        f"load average (1 min) {min(loads):.1f} to {max(loads):.1f}\n"
     )
     print_table(runs, board)
 
@@ -110,6 +116,7 @@ def print_table(runs: dict[str, list[tb.Run]], board: dict[str, int]) -> None:
 
 def main() -> None:
     parser = tb.arguments(__doc__, FRAMEWORKS, repeats=5)
+    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS (default: unset)")
     parser.set_defaults(repeat_data=10)
     tb.for_each_framework(bench, parser.parse_args(), FRAMEWORKS)
 

@@ -49,9 +49,9 @@ def docker_engine() -> engine.Engine:
 
 
 def wheelhouse_for(framework: str) -> Path:
-    """Wheels for the framework pin and the project's requirements (numpy, pyyaml, pillow), so
-    that the image builds offline; cached by what was asked for."""
-    spec = [PINS[framework], NUMPY[framework], "pyyaml", "pillow"]
+    """Wheels for the framework pin and the project's requirements (numpy, pyyaml, pillow,
+    tqdm), so that the image builds offline; cached by what was asked for."""
+    spec = [PINS[framework], NUMPY[framework], "pyyaml", "pillow", "tqdm"]
     digest = hashlib.sha256(" ".join(spec).encode()).hexdigest()[:10]
     dest = CACHE / f"wheelhouse-{framework}-{digest}"
     done = dest / ".complete"

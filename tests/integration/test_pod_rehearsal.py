@@ -81,6 +81,8 @@ def pod_env(container: dict, pod: Path, host_ip: str, injected: dict[str, str]) 
 
 def command(container: dict, pod: Path) -> list[str]:
     """The pod's command, the image's /app being this pod's copy of the project."""
+    # A pod restarted by its operator continues the run its output holds.
+    assert container["command"][-3:] == ["--", "--resume", "auto"]
     return [word.replace("/app/", f"{pod}/") for word in container["command"]]
 
 
@@ -103,7 +105,8 @@ def start_pods(
         if config:  # the ConfigMap's hccl.json: every pod sees the same file
             (pod.parent / "hccl.json").write_text(config[0]["data"]["hccl.json"])
         variables = pod_env(container, pod, hosts.addresses[node], injected(node, port))
-        procs.append(hosts.start(node, [*command(container, pod), "--", *args], None, **variables))
+        # The manifest's command ends with train.py's arguments (-- --resume auto): ARGS join them.
+        procs.append(hosts.start(node, [*command(container, pod), *args], None, **variables))
     return procs
 
 

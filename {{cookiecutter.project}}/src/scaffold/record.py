@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from src.scaffold.errors import ConfigError
 from src.scaffold.tensorboard import EventWriter
@@ -75,6 +75,7 @@ class RunRecord:
         self.events: EventWriter | None = None
         self.tracker = tracker
         self._last_step = 0
+        self._lines: TextIO | None = None
         if not enabled:
             return
         try:
@@ -125,8 +126,10 @@ class RunRecord:
             raise ValueError(f"metrics type {type!r} is not one of {', '.join(TYPES)}")
         line = {"run": self.run_id, "type": type, "epoch": epoch, "step": step}
         line.update({"time": time.time(), **metrics})
-        with (self.output_dir / METRICS).open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps(line) + "\n")
+        if self._lines is None:
+            # Kept open, a line at a time: a killed job leaves whole lines only.
+            self._lines = (self.output_dir / METRICS).open("a", encoding="utf-8", buffering=1)
+        self._lines.write(json.dumps(line) + "\n")
         named = {f"{PREFIX[type]}/{name}": float(v) for name, v in metrics.items()}
         if self.events is not None:
             self.events.scalars(step, named)
@@ -154,5 +157,10 @@ class RunRecord:
 
     def finish(self, failed: bool) -> None:
         """The run ended (MLflow marks it finished or failed)."""
+        if self._lines is not None:
+            self._lines.close()
+        if self.events is not None:
+            self.events.stream.close()
+        self._lines, self.events = None, None
         if self.enabled and self.tracker is not None:
             self.tracker.finish(failed)

@@ -66,13 +66,16 @@ class EventWriter:
         directory.mkdir(parents=True, exist_ok=True)
         name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}"
         self.path = directory / name
+        # Kept open: a run logging every step pays for a write, not an open and a close.
+        self.stream = self.path.open("ab")
         self._write(_event(0, _field(3, b"brain.Event:2")))
 
     def _write(self, record: bytes) -> None:
         length = struct.pack("<Q", len(record))
-        with self.path.open("ab") as stream:
-            stream.write(length + struct.pack("<I", _masked_crc(length)))
-            stream.write(record + struct.pack("<I", _masked_crc(record)))
+        head = length + struct.pack("<I", _masked_crc(length))
+        self.stream.write(head + record + struct.pack("<I", _masked_crc(record)))
+        # Whole records reach the file at once: TensorBoard (and an upload) may read it now.
+        self.stream.flush()
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         """One event at ``step`` with a value per tag (val/accuracy, train/loss ...)."""

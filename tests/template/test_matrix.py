@@ -87,6 +87,9 @@ def test_rendered_cleanly(matrix: dict[Options, Path], options: Options) -> None
 # What every generated README must tell, and what only some platforms and targets need.
 README_ALWAYS = ("## Several devices, several nodes", "--join-timeout", "**Interface.**")
 README_ALWAYS += ("## Run on a Kubernetes cluster", "gen job render --kind")
+# Watching a run: TensorBoard, the report, MLflow; and one output directory per run.
+README_ALWAYS += ("## Watching a run", "tensorboard --logdir", "python scripts/report.py")
+README_ALWAYS += ("MLFLOW_TRACKING_URI", "**One output directory, one run.**", "--resume auto")
 README_BY_PLATFORM = {
     "openi": ("### OpenI (启智)", "**C2Net (智算网络) jobs**", "upload_output()"),
     "modelarts": ("### ModelArts", "train_url"),
@@ -120,6 +123,7 @@ def test_template_readme_draws_the_layout_and_the_platforms() -> None:
     for heading in ("## Two commands", "## Layout", "## Where a project runs", "## Rank tables"):
         assert heading in readme
     assert "## Run on a Kubernetes cluster" in readme and "backend_api.py" in readme
+    assert "## Runs you can watch and never lose" in readme and "gen report" in readme
 
 
 def _unique(matrix: dict[Options, Path], pattern: str) -> list[str]:

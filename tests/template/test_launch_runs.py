@@ -167,6 +167,10 @@ def test_per_rank_a_signal_stops_every_rank(
         deadline = time.monotonic() + 15
         while sum("(pid " in line for line in printed) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
+        # A pid is printed when its rank is forked, before it execs the interpreter: on a busy
+        # machine the last one may not be running it yet.
+        while len(processes_with(str(fake))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(processes_with(str(fake))) == 3, printed
         launcher.send_signal(sig)
         launcher.wait(timeout=20)

@@ -78,10 +78,15 @@ def check_fresh(directory: Path, resume: Any, flag: str = "--train_url") -> None
         return
     found = outputs_in(directory)
     if found:
-        raise ConfigError(
-            f"{directory} holds {describe(directory, found)}: continue it with --resume auto, "
-            f"or give another {flag} (a new run never overwrites another's outputs)"
-        )
+        raise refusal(f"{directory} holds {describe(directory, found)}", flag)
+
+
+def refusal(held: str, flag: str = "--train_url") -> ConfigError:
+    """The one line a new run gets where ``held`` says another run is."""
+    return ConfigError(
+        f"{held}: continue it with --resume auto, or give another {flag} "
+        "(a new run never overwrites another's outputs)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

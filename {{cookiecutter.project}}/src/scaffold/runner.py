@@ -24,7 +24,7 @@ from src.scaffold.backend import create
 from src.scaffold.backend_api import Backend, BatchPlan
 from src.scaffold.config import Config, parse_config
 from src.scaffold.epochs import EpochEnd
-from src.scaffold.errors import ConfigError, Stopped, StorageError, TrainError
+from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.once import Once
 from src.scaffold.progress import Progress
 from src.scaffold.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
@@ -106,10 +106,7 @@ def _check_fresh(cfg: Config, where: storage.Storage) -> None:
     rundir.check_fresh(Path(cfg.train_url), cfg.resume)
     remote = where.remote
     if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
-        raise ConfigError(
-            f"{remote.where} holds another run's outputs: continue it with --resume auto, "
-            "or give another --train_url (a new run never overwrites another's outputs)"
-        )
+        raise rundir.refusal(f"{remote.where} holds another run's outputs")
 
 
 def _record(cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool) -> RunRecord:

@@ -175,34 +175,56 @@ def _wait_for(path: Path, epoch: int, proc: subprocess.Popen, timeout: float = 3
     raise AssertionError(f"no epoch {epoch} in {path}: {proc.poll()}")
 
 
+def _signal_paused(proc: subprocess.Popen, signum: int, group: bool = False) -> None:
+    """Send ``signum`` to a run the stand-in moxing stopped (FAKE_MOXING_PAUSE), then SIGCONT:
+    the signal lands at a known point, however fast the run or loaded the machine."""
+    kill = os.killpg if group else os.kill
+    stat = Path(f"/proc/{proc.pid}/stat")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        # The state ("T": stopped) follows the command name, which is in parentheses.
+        if stat.read_text().rsplit(")", 1)[1].split()[0] == "T":
+            kill(proc.pid, signum)
+            kill(proc.pid, signal.SIGCONT)
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the run never paused: {proc.poll()}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["pytorch", "model", "custom"])
 def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
     projects, full_run, bucket, tmp_path: Path, name: str
 ) -> None:
     framework = FRAMEWORK[name]
-    # PyTorch and MindSpore's model loop write to OBS (what the stop leaves must be uploaded);
-    # the custom loop to a local directory.
+    # PyTorch and MindSpore's model loop write to OBS and are stopped while epoch 3 goes up
+    # (an epoch of PyTorch's takes 0.1 s: a timed signal could come after the last one).
+    # The custom loop writes to a local directory and is stopped within epoch 3 (2.5 s each).
     remote = name != "custom"
     url = "obs://bucket/run" if remote else str(tmp_path / "run")
     where = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run" if remote else tmp_path / "run"
     argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url]
     argv += ["--keep_checkpoints", "10"]
+    pause = {"FAKE_MOXING_PAUSE": checkpoint(Path(), 3, framework).name} if remote else {}
     proc = subprocess.Popen(
         argv,
         cwd=projects[name],
-        env=clean_env(**bucket),
+        env=clean_env(**bucket, **pause),
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    _wait_for(where, 2, proc)
-    time.sleep(0.3)  # into epoch 3
-    proc.send_signal(signal.SIGTERM)
+    if remote:
+        _signal_paused(proc, signal.SIGTERM)
+    else:
+        _wait_for(where, 2, proc)
+        time.sleep(0.3)  # into epoch 3
+        proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert "stopped by SIGTERM: the finished epochs' outputs are saved" in stderr
     done = json.loads((where / "latest.json").read_text())["epoch"]
+    assert done == 3 if remote else done >= 2
     assert checkpoint(where, done, framework).is_file()
     assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(
         range(1, done + 1)
@@ -216,22 +238,49 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
     assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(range(1, 13))
 
 
+def test_a_stop_during_the_last_upload_finishes_it(pytorch_project: Path, bucket) -> None:
+    # metrics.jsonl goes up after each of the 12 epochs, then with the test line at the end.
+    pause = {"FAKE_MOXING_PAUSE": "metrics.jsonl", "FAKE_MOXING_PAUSE_AT": "13"}
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", "obs://bucket/run"],
+        cwd=pytorch_project,
+        env=clean_env(**bucket, **pause),
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _signal_paused(proc, signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "stopped by SIGTERM: the finished epochs' outputs are saved" in stderr
+    where = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run"
+    assert [line["type"] for line in metrics(where)][-1] == "test"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["pytorch", "model", "custom"])
-def test_ctrl_c_stops_a_run_as_sigint(projects, tmp_path: Path, name: str) -> None:
-    # MindSpore's graph runs make SIGINT send the process SIGTERM (src/scaffold/sigint.py).
-    output = tmp_path / "out"
+def test_ctrl_c_stops_a_run_as_sigint(projects, bucket, tmp_path: Path, name: str) -> None:
+    # MindSpore's graph runs make SIGINT send the process SIGTERM (src/scaffold/sigint.py):
+    # its loops are interrupted within epoch 2 (2.5 s each). PyTorch's epochs take 0.1 s, so
+    # its run writes to OBS and is interrupted while epoch 1 goes up.
+    remote = name == "pytorch"
+    output = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run" if remote else tmp_path / "out"
+    url = "obs://bucket/run" if remote else str(output)
+    pause = {"FAKE_MOXING_PAUSE": checkpoint(Path(), 1, FRAMEWORK[name]).name}
     proc = subprocess.Popen(
-        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", str(output)],
+        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url],
         cwd=projects[name],
-        env=clean_env(),
+        env=clean_env(**bucket, **pause) if remote else clean_env(),
         text=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,  # a process group of its own, as a terminal's foreground job
     )
-    _wait_for(output, 1, proc)
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+    if remote:
+        _signal_paused(proc, signal.SIGINT, group=True)
+    else:
+        _wait_for(output, 1, proc)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGINT, stderr[-3000:]
     assert "stopped by SIGINT: the finished epochs' outputs are saved" in stderr

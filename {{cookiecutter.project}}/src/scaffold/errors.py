@@ -28,9 +28,12 @@ class StorageError(TrainError):
     too long for the copy another rank makes; names the source and the destination."""
 
 
-class Stopped(Exception):
+class Stopped(BaseException):
     """Raised in the main thread when the platform stops the job (SIGTERM, SIGINT): the runner
-    uploads what the finished epochs left, then exits with 128 + the signal number."""
+    uploads what the finished epochs left, then exits with 128 + the signal number.
+
+    A BaseException, like KeyboardInterrupt: an ``except Exception`` around a copy or in a
+    user's loop must not swallow the stop (an upload would be retried, training go on)."""
 
     def __init__(self, signum: int, name: str) -> None:
         super().__init__(f"stopped by {name}")

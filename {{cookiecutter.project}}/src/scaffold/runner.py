@@ -202,6 +202,16 @@ def _configure_logging(rank: int) -> None:
     logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING, handlers=[handler])
 
 
+def _upload_on_the_way_out(uploader: Uploader | None) -> None:
+    """The last upload of a failed or stopped run: its failure is logged, not raised, so the
+    reason the run ended stays the error reported."""
+    if uploader is not None:
+        try:
+            uploader.sync(final=True)
+        except StorageError as err:
+            log.error("could not upload the outputs: %s", err)
+
+
 def run(cfg: Config) -> None:
     """Train as cfg says; raises TrainError subclasses for what the user must fix."""
     backend = create(cfg)
@@ -221,14 +231,14 @@ def run(cfg: Config) -> None:
             try:
                 _train(cfg, where, backend, uploader)
             except BaseException:
-                if uploader is not None:
-                    try:
-                        uploader.sync(final=True)
-                    except StorageError as err:
-                        log.error("could not upload the outputs: %s", err)
+                _upload_on_the_way_out(uploader)
                 raise
-            if uploader is not None:
-                uploader.sync(final=True)
+            try:
+                if uploader is not None:
+                    uploader.sync(final=True)
+            except Stopped:
+                _upload_on_the_way_out(uploader)  # stopped during the last upload: finish it
+                raise
         if backend.world_size > 1:
             # The launchers read it: a rank that dies after this line died leaving the group.
             print(f"rank {backend.rank}: {FINISHED}", file=sys.stderr, flush=True)

@@ -8,12 +8,17 @@ and ``remove``. Test knobs, all optional:
     FAKE_MOXING_FAIL    fail every copy whose source or destination contains this text
     FAKE_MOXING_FAILS   with FAKE_MOXING_FAIL: fail only this many times (a flaky store),
                         counted in the file FAKE_MOXING_LOG names, plus ".fails"
+    FAKE_MOXING_PAUSE   before a copy to a destination containing this text, stop this
+                        process (SIGSTOP): a test signals the run at a known point, then
+                        sends SIGCONT. Once, at the first such copy or the
+    FAKE_MOXING_PAUSE_AT    n-th (counted in FAKE_MOXING_LOG + ".paused")
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -44,7 +49,19 @@ def _should_fail(src_url: str, dst_url: str) -> bool:
     return count < int(limit)
 
 
+def _pause(dst_url: str) -> None:
+    text = os.environ.get("FAKE_MOXING_PAUSE")
+    if not text or text not in dst_url:
+        return
+    counter = Path(os.environ["FAKE_MOXING_LOG"] + ".paused")
+    count = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(count))
+    if count == int(os.environ.get("FAKE_MOXING_PAUSE_AT", "1")):
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
 def _begin(src_url: str, dst_url: str) -> None:
+    _pause(dst_url)
     log = os.environ.get("FAKE_MOXING_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as stream:

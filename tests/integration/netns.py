@@ -1,13 +1,16 @@
 """Two hosts on one machine: network namespaces joined by a veth pair, each with its own
-address in 10.250.N.0/24 (nothing else is ever dialled), deleted afterwards."""
+address in 10.250.N.0/24 (nothing else is ever dialled), deleted afterwards with the host
+names they were given (/etc/netns/<namespace>)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.template.launchers import env
 
@@ -18,6 +21,17 @@ class Hosts:
 
     names: tuple[str, str]
     addresses: tuple[str, str]
+
+    def name(self, names: tuple[str, str], addresses: tuple[str, str] | None = None) -> None:
+        """Host names both namespaces resolve, as a job's DNS would: ``names[N]`` is node N's
+        address (or ``addresses[N]``). ``ip netns exec`` mounts /etc/netns/<namespace>/hosts
+        on /etc/hosts."""
+        pairs = zip(addresses or self.addresses, names, strict=True)
+        lines = "".join(f"{address} {name}\n" for address, name in pairs)
+        for namespace in self.names:
+            etc = Path("/etc/netns") / namespace
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text("127.0.0.1 localhost\n" + lines)
 
     def start(
         self, node: int, command: list[str], hostname: str | None, **variables: str
@@ -60,6 +74,7 @@ def two_hosts() -> Iterator[Hosts]:
     finally:
         for name in names:
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            shutil.rmtree(Path("/etc/netns") / name, ignore_errors=True)
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float) -> list[tuple[int, str, str]]:

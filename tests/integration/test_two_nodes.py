@@ -2,7 +2,8 @@
 hosts with their own addresses (10.250.N.1 and .2, nothing else is ever dialled). The
 generated launchers run there as a user would: torchrun and msrun, 2 nodes x 1 process, end
 with the weights of one node x 2 processes; the rank-table launcher finds each node's ranks
-by its address; a wrong master and a node that never comes both fail within the join timeout."""
+by its address; a wrong master and a node that never comes both fail within the join timeout.
+A ModelArts job (its variables, its workers' host names) trains as one node would."""
 
 from __future__ import annotations
 
@@ -184,3 +185,92 @@ def test_the_rank_table_launcher_finds_each_node_by_its_address(
         iface = line.split()[2]
         assert line.split()[3:] == [hosts.addresses[node], "300"]
         assert iface != "lo" and iface.startswith("tt")
+
+
+JOB = "modelarts-job-5e6f7a8b"
+
+
+def _modelarts_variables(hosts: Hosts, node: int, workers: list[str]) -> dict[str, str]:
+    """What ModelArts injects into node's container of a 2-node job with a device each."""
+    return {
+        "MA_VJ_NAME": JOB,
+        "MA_NUM_HOSTS": "2",
+        "VC_WORKER_NUM": "2",
+        "VC_TASK_INDEX": str(node),
+        "MA_NUM_GPUS": "1",
+        "VC_WORKER_HOSTS": ",".join(workers),
+        "MA_CURRENT_IP": hosts.addresses[node],
+    }
+
+
+@pytest.mark.slow
+def test_a_modelarts_job_trains_as_one_node(
+    one_per_node: Path, hosts: Hosts, tmp_path: Path, framework: str
+) -> None:
+    # The same command on both nodes, as ModelArts starts it, with the inputs, outputs and
+    # hyperparameters appended; the workers' names resolve as the job's DNS resolves them.
+    workers = [f"{JOB}-worker-{n}.{JOB}" for n in (0, 1)]
+    hosts.name((workers[0], workers[1]))
+    appended = ["--device_target=cpu", "--epoch_size=1", "--batch_size=32"]
+    # One thread per process in both runs: a rank then computes the same gradients whether
+    # its peer is on this node or the other, and a sum of two ranks' is the same either
+    # way round, so the weights are equal to the bit (threads change a kernel's sum order).
+    port = free_port()
+    procs = [
+        hosts.start(
+            node,
+            ["bash", str(one_per_node / "scripts" / "run_8p.sh"), *appended]
+            + [f"--train_url={tmp_path / f'node{node}'}"],
+            None,
+            PYTHON=sys.executable,
+            MASTER_PORT=port,
+            OMP_NUM_THREADS="1",
+            **_modelarts_variables(hosts, node, workers),
+        )
+        for node in (0, 1)
+    ]
+    results = finish(procs, 300)
+    assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
+    reference = tmp_path / "one"
+    result = subprocess.run(
+        [str(one_per_node / "scripts" / "run_8p.sh"), "--nproc", "2"]
+        + ["--master-port", free_port(), "--output", str(reference), "--", *appended],
+        env=env(PYTHON=sys.executable, OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    suffix = ".pt" if framework == "pytorch" else ".ckpt"
+    name = f"lenet_epoch1{suffix}"
+    assert_same_weights(tmp_path / "node0" / name, reference / name)
+    assert not (tmp_path / "node1" / name).exists(), "rank 1 saves nothing"
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_a_modelarts_node_takes_the_interface_holding_its_address(
+    render_project: RenderProject, hosts: Hosts, tmp_path: Path, own: bool
+) -> None:
+    # Node 0's own name resolves to loopback there (as /etc/hosts may have it): the route
+    # to the master is then lo, and MA_CURRENT_IP names the interface the job must use.
+    project = render_project(framework="pytorch", target="ascend", devices_per_node=1)
+    hosts.name(("worker-0", "worker-1"), ("127.0.1.1", hosts.addresses[1]))
+    fake = fake_python(
+        tmp_path / "fake.py",
+        "print('rank', os.environ['MASTER_ADDR'], os.environ['HCCL_SOCKET_IFNAME'],"
+        " os.environ['HCCL_IF_IP'], flush=True)\n",
+    )
+    variables = _modelarts_variables(hosts, 0, ["worker-0", "worker-1"])
+    if not own:
+        del variables["MA_CURRENT_IP"]
+    script = str(project / "scripts" / "run_8p.sh")
+    proc = hosts.start(0, [script], None, PYTHON=str(fake), **variables)
+    ((code, out, err),) = finish([proc], 60)
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("rank "))
+    _, master, iface, address = line.split()
+    assert master == "127.0.1.1", "the first of VC_WORKER_HOSTS, resolved"
+    if own:
+        assert iface.startswith("tt") and address == hosts.addresses[0]
+    else:
+        assert (iface, address) == ("lo", "127.0.0.1")

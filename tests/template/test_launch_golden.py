@@ -80,6 +80,38 @@ CASES = {
         | {"LOCAL_WORLD_SIZE": "8"},
     ),
 }
+# A ModelArts job of 2 nodes x 8 devices, as node 1 sees it: the same command on every node.
+MODELARTS_JOB = {
+    "MA_VJ_NAME": "modelarts-job-5e6f7a8b",
+    "MA_NUM_HOSTS": "2",
+    "VC_WORKER_NUM": "2",
+    "VC_TASK_INDEX": "1",
+    "MA_NUM_GPUS": "8",
+    "VC_WORKER_HOSTS": "modelarts-job-5e6f7a8b-worker-0.modelarts-job-5e6f7a8b,"
+    "modelarts-job-5e6f7a8b-worker-1.modelarts-job-5e6f7a8b",
+    "MA_CURRENT_IP": "10.0.0.2",
+}
+CASES |= {
+    "modelarts_torchrun_2x8.txt": (
+        {"target": "cuda", "devices_per_node": 8, "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run", "--data_url=/home/ma-user/modelarts/inputs/data_url_0/", "--epoch_size=3"),
+        MODELARTS_JOB,
+    ),
+    "modelarts_msrun_2x8.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore", "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run",),
+        MODELARTS_JOB,
+    ),
+    # The job's rank table lists this node (MA_CURRENT_IP) second.
+    "modelarts_ranktable_2x8.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore", "nnodes": 2},
+        "run_8p.sh",
+        ("--dry-run",),
+        MODELARTS_JOB | {"RANK_TABLE_FILE": "{tmp}/t16.json"},
+    ),
+}
 GOLDEN_CASES = list(CASES)
 
 
@@ -97,6 +129,7 @@ def test_dry_runs_match_their_golden_files(
     project = render_project("demo", **options)
     _tables(tmp_path)
     argv = [arg.format(tmp=tmp_path) for arg in args]
+    extra = {name: value.format(tmp=tmp_path) for name, value in extra.items()}
     result = run(project / "scripts" / script, *argv, environ=env(PYTHON=sys.executable, **extra))
     assert result.returncode == 0, result.stderr
     text = result.stdout.replace(str(project), "{project}").replace(str(tmp_path), "{tmp}")

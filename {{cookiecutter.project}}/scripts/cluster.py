@@ -1,6 +1,7 @@
 """What the launch scripts ask about the network and the job, with nothing but Python.
 
-    python3 scripts/cluster.py route HOST        the interface and address that reach HOST
+    python3 scripts/cluster.py route HOST [OWN]  the interface and address that reach HOST
+                                                 (the one holding address OWN, if any does)
     python3 scripts/cluster.py addresses         this host's IPv4 addresses, one a line
     python3 scripts/cluster.py wait-table FILE SECONDS
         wait until a rank table an operator writes (hccl.json) says "completed"
@@ -38,8 +39,9 @@ def interface_addresses():
     return found
 
 
-def route(host):
-    """The interface and source address this host uses to reach ``host``.
+def route(host, own=None):
+    """The interface and source address this host uses to reach ``host``; the interface
+    holding ``own`` if one does (a platform's word for the job's address: MA_CURRENT_IP).
 
     Connecting a UDP socket sends nothing: the kernel only picks the route.
     """
@@ -53,9 +55,10 @@ def route(host):
         except OSError as err:
             raise SystemExit(f"error: no route to {host} ({target}): {err}") from None
         source = sock.getsockname()[0]
-    for name, address in interface_addresses():
-        if address == source:
-            return name, source
+    held = dict((address, name) for name, address in interface_addresses())
+    for address in (own, source):
+        if address in held:
+            return held[address], address
     raise SystemExit(f"error: no interface holds {source}, the address that reaches {host}")
 
 
@@ -105,8 +108,8 @@ def core_slices(count):
 
 
 def main(argv):
-    if argv[:1] == ["route"] and len(argv) == 2:
-        print(*route(argv[1]))
+    if argv[:1] == ["route"] and len(argv) in (2, 3):
+        print(*route(*argv[1:]))
     elif argv == ["addresses"]:
         print("\n".join(address for _, address in interface_addresses()))
     elif argv[:1] == ["cores"] and len(argv) == 2:

@@ -11,8 +11,9 @@ usage: scripts/run_8p.sh [--launcher NAME] [--cluster KIND] [LAUNCHER OPTIONS] [
 
   --launcher NAME   {{ spawner }}{% if cookiecutter.target != 'cuda' %} or ranktable{% endif %}, or auto (default: \$LAUNCHER, else auto: {% if cookiecutter.target == 'cuda' %}{{ spawner }}{% elif cookiecutter.target == 'ascend' %}ranktable{% else %}ranktable on
                     an Ascend node, where /dev/davinci0 exists, else {{ spawner }}{% endif %})
-  --cluster KIND    started by a Kubernetes operator (gen job render): read the job's
-                    shape from what KIND injects: trainjob, pytorchjob, volcano, ascendjob
+  --cluster KIND    read the job's shape from what its platform injects: a Kubernetes
+                    operator's (gen job render: trainjob, pytorchjob, volcano, ascendjob)
+                    or a ModelArts job's (modelarts; the default where MA_VJ_NAME is set)
 
 The other options go to the launcher: scripts/run_<launcher>.sh --help lists them
 (--nproc, --nnodes, --node-rank, --master-addr, --master-port, --join-timeout,
@@ -56,7 +57,30 @@ need() {
     [[ -z ${missing[*]:-} ]] || die "--cluster $cluster: ${missing[*]} not set; is this pod started by the $cluster operator (gen job render --kind $cluster)?"
 }
 
-# The job's shape as the operator describes it, as the launcher's options.
+# A ModelArts job's containers alone have MA_VJ_NAME: its shape comes from the job.
+if [[ -z $cluster && -n ${MA_VJ_NAME:-} ]]; then cluster=modelarts; fi
+
+# ModelArts appends the job's inputs, outputs and hyperparameters to its command
+# (--data_url=..., --epoch_size=...): what is not a launcher option goes to train.py.
+split_platform_args() {
+    local own=() train=() value_words="--nproc --nnodes --node-rank --master-addr --master-port
+        --join-timeout --data --output --log-dir --worker-num --rank-table --chip --log-by"
+    while [[ $# -gt 0 && $1 != -- ]]; do
+        if [[ " $value_words " == *[[:space:]]"$1"[[:space:]]* && $# -ge 2 ]]; then
+            own+=("$1" "$2")
+            shift
+        elif [[ " $value_words --dry-run --wait-table --bind-cores " == *[[:space:]]"${1%%=*}"[[:space:]]* ]]; then
+            own+=("$1")
+        else
+            train+=("$1")
+        fi
+        shift
+    done
+    [[ $# -eq 0 ]] || shift
+    args=(${own[@]+"${own[@]}"} -- ${train[@]+"${train[@]}"} "$@")
+}
+
+# The job's shape as the operator or ModelArts describes it, as the launcher's options.
 from=()
 case $cluster in
     '') ;;
@@ -91,7 +115,21 @@ case $cluster in
         unset RANK_TABLE_FILE
 {%- endif %}
         ;;
-    *) die_usage "--cluster must be trainjob, pytorchjob, volcano or ascendjob, not '$cluster'" ;;
+    modelarts)
+        split_platform_args ${args[@]+"${args[@]}"}
+        # A rank table from the job (ModelArts' own path, or RANK_TABLE_FILE) says the ranks.
+        table=${RANK_TABLE_FILE:-/user/config/jobstart_hccl.json}
+        if [[ $launcher != ranktable || (-z ${RANK_TABLE_FILE:-} && ! -e $table) ]]; then table=''; fi
+{%- if ms %}
+        # Without one, msrun's scheduler on node 0 brings the ranks together.
+        if [[ $launcher == ranktable && -z $table ]]; then launcher=msrun; fi
+{%- endif %}
+        shape=$("${PYTHON:-python3}" "$project_root/scripts/modelarts.py" "$default_devices" \
+            ${table:+--table} -- "${args[@]}") || exit 1
+        if [[ -n $shape ]]; then mapfile -t from <<<"$shape"; fi
+        if [[ -n $table ]]; then from+=(--rank-table "$table" --wait-table); fi
+        ;;
+    *) die_usage "--cluster must be trainjob, pytorchjob, volcano, ascendjob or modelarts, not '$cluster'" ;;
 esac
 [[ -f $project_root/scripts/run_$launcher.sh ]] || die "--cluster $cluster needs the $launcher launcher, which this project does not have"
 # bash, not ./run_*.sh: uploads to a platform often lose the x bit. Given options win.

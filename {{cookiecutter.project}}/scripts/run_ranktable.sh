@@ -13,7 +13,7 @@ options:
   --rank-table FILE    the job's HCCL rank table (default: \$RANK_TABLE_FILE{% if ms %}, else ./rank_table_8p.json{% else %}; without
                        one, ranks are node-rank x nproc + i on devices 0 to nproc-1{% endif %})
   --node-rank N        this node's entry in the table (default: \$NODE_RANK, else the entry
-                       listing one of this host's addresses, or \$XDL_IP / \$POD_IP)
+                       listing one of this host's addresses, or \$XDL_IP / \$POD_IP / \$MA_CURRENT_IP)
   --nproc N            processes (devices) on this node (default: \$NPROC_PER_NODE, else $default_devices)
   --nnodes N           nodes, without a table (default: \$NNODES, else $default_nodes)
   --master-addr HOST   where the ranks meet (default: \$MASTER_ADDR, else the table's first server)
@@ -58,7 +58,7 @@ if [[ -n $rank_table ]]; then
     if [[ $wait_table == true ]]; then "$python" "$project_root/scripts/cluster.py" wait-table "$rank_table" "$join_timeout" || exit 1; fi
     lookup=("$python" "$project_root/scripts/rank_table.py" node "$rank_table" --chip "$chip" --nproc "$nproc")
     if [[ $node_rank_given == true ]]; then lookup+=(--node-rank "$node_rank"); fi
-    for address in ${XDL_IP:-} ${POD_IP:-} $("$python" "$project_root/scripts/cluster.py" addresses); do
+    for address in ${XDL_IP:-} ${POD_IP:-} ${MA_CURRENT_IP:-} $("$python" "$project_root/scripts/cluster.py" addresses); do
         lookup+=(--address "$address")
     done
     node=$("${lookup[@]}" 2>&1) || die "rank table $rank_table, no rank was started: ${node#error: }"

@@ -43,6 +43,10 @@ while [[ $# -gt 0 ]]; do
         *) args+=("$1"); shift ;;
     esac
 done
+{%- if ms %}
+# auto: msrun may stand in for the rank-table launcher (a ModelArts job without a table).
+asked=$launcher
+{%- endif %}
 
 case $launcher in
     {{ spawner }}{% if cookiecutter.target != 'cuda' %} | ranktable{% endif %}) ;;
@@ -63,8 +67,7 @@ if [[ -z $cluster && -n ${MA_VJ_NAME:-} ]]; then cluster=modelarts; fi
 # ModelArts appends the job's inputs, outputs and hyperparameters to its command
 # (--data_url=..., --epoch_size=...): what is not a launcher option goes to train.py.
 split_platform_args() {
-    local own=() train=() value_words="--nproc --nnodes --node-rank --master-addr --master-port
-        --join-timeout --data --output --log-dir --worker-num --rank-table --chip --log-by"
+    local own=() train=() value_words="$job_options --worker-num --rank-table --chip --log-by"
     while [[ $# -gt 0 && $1 != -- ]]; do
         if [[ " $value_words " == *[[:space:]]"$1"[[:space:]]* && $# -ge 2 ]]; then
             own+=("$1" "$2")
@@ -122,7 +125,7 @@ case $cluster in
         if [[ $launcher != ranktable || (-z ${RANK_TABLE_FILE:-} && ! -e $table) ]]; then table=''; fi
 {%- if ms %}
         # Without one, msrun's scheduler on node 0 brings the ranks together.
-        if [[ $launcher == ranktable && -z $table ]]; then launcher=msrun; fi
+        if [[ $asked == auto && $launcher == ranktable && -z $table ]]; then launcher=msrun; fi
 {%- endif %}
         shape=$("${PYTHON:-python3}" "$project_root/scripts/modelarts.py" "$default_devices" \
             ${table:+--table} -- "${args[@]}") || exit 1

@@ -3,10 +3,11 @@ of a custom-image job, as options for this project's launchers (scripts/run_8p.s
 
     python3 scripts/modelarts.py DEVICES [--table] [-- OPTIONS GIVEN...]
 
-prints the launcher options, one word a line, for what the options given do not say
-already: --nnodes, --node-rank, --nproc and --master-addr (the first worker's host name,
-resolved; a dry run leaves it as a name). A job that cannot run is one line on stderr,
-exit 1. With --table the job's rank table says the node and its devices.
+(DEVICES: the devices a node the project was made for) prints the launcher options, one
+word a line, for what the options given do not say already: --nnodes, --node-rank, --nproc
+and --master-addr (the first worker's host name, resolved; a dry run leaves it as a name).
+A job that cannot run is one line on stderr, exit 1. With --table the job's rank table says
+the node and its devices.
 """
 
 import os

@@ -55,7 +55,7 @@ def route(host, own=None):
         except OSError as err:
             raise SystemExit(f"error: no route to {host} ({target}): {err}") from None
         source = sock.getsockname()[0]
-    held = dict((address, name) for name, address in interface_addresses())
+    held = {address: name for name, address in interface_addresses()}
     for address in (own, source):
         if address in held:
             return held[address], address

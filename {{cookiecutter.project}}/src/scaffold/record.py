@@ -160,7 +160,7 @@ class RunRecord:
         if self._lines is not None:
             self._lines.close()
         if self.events is not None:
-            self.events.stream.close()
+            self.events.close()
         self._lines, self.events = None, None
         if self.enabled and self.tracker is not None:
             self.tracker.finish(failed)

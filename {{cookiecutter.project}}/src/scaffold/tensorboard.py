@@ -93,6 +93,9 @@ class EventWriter:
         value = _field(1, tag.encode()) + _field(9, plugin) + _field(8, tensor)
         self._write(_event(step, _field(5, _field(1, value))))
 
+    def close(self) -> None:
+        self.stream.close()
+
     def restart(self, step: int) -> None:
         """Mark a resumed run: TensorBoard drops the points after ``step`` that the earlier
         attempt wrote (SessionLog START), so each step is shown once."""

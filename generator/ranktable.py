@@ -158,7 +158,8 @@ def load(path: Path, chip: str = DEFAULT_CHIP) -> RankTable:
 # --- one node's view, for the launchers -----------------------------------------------------
 @dataclass(frozen=True)
 class Node:
-    """This node's entry in a table: its index, its server and the job's size and master."""
+    """This node's entry in a table: its index, its server, the job's size and its master
+    (rank 0's server)."""
 
     index: int
     server: Server
@@ -202,7 +203,17 @@ def find_node(
                 f"but --nproc is {nproc}"
             ]
         )
-    return Node(index, server, table.rank_size, servers[0].addresses[0])
+    return Node(index, server, table.rank_size, master(table))
+
+
+def master(table: RankTable) -> str:
+    """The address of the server holding rank 0: torch's ranks meet at rank 0's store.
+
+    An operator lists servers in its own order (Volcano: pods as placed), so rank 0 need
+    not be on the first server, nor on the pod the operator calls the master.
+    """
+    holder = next(s for s in table.servers if any(d.rank_id == 0 for d in s.devices))
+    return holder.addresses[0]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,12 +1,18 @@
-"""The pods `gen job render` writes, rehearsed: each pod's command, from the manifest, runs in
-its own network namespace (a host) with the environment the operator would give it, on CPU for
-one epoch. PyTorchJob (torchrun from PET_*), AscendJob with MindSpore (msrun from MS_*) and a
-Volcano job on Ascend (the rank table at /user/serverid/devindex/config/hccl.json, which says
-"initializing" until every pod is placed)."""
+"""The pods `gen job render` writes, rehearsed for every kind x framework x target that fits:
+each pod's command, from the manifest, runs in its own network namespace (a host) with the
+environment its operator would inject (tests/integration/operators.py, from the operators'
+sources), on CPU for one epoch. On Ascend, the rank table Ascend Operator writes is put where
+the manifest mounts it, after the pods have started waiting for it.
+
+Every process says where it stands ("rank R of W on device D") and, at the end, a hash of
+its weights: each run is checked against the rank table (or the operator's numbering) and
+for every rank ending with the same weights.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,31 +23,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator import ranktable
 from generator.options import Options
 from generator.project import render
+from tests.integration import operators
 from tests.integration.netns import Hosts, finish
-from tests.template.launchers import assert_all_gone, free_port
+from tests.template.launchers import assert_all_gone
 
 TABLE = "/user/serverid/devindex/config/hccl.json"
+# A rank's last line (torchrun's tee puts "[default0]:" before it).
+PLACED = re.compile(
+    r"rank (\d+) of (\d+) on (?:device (\d+) \()?([^):]*)\)?: finished, weights (\w+)$"
+)
 
 
 def manifest(project: Path, kind: str, *args: str) -> list[dict]:
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator",
-            "job",
-            "render",
-            "--kind",
-            kind,
-            "--image",
-            "r.example.com/t/demo:1",
-            "--join-timeout",
-            "60",
-            *args,
-        ],
+        [sys.executable, "-m", "generator", "job", "render", "--kind", kind]
+        + ["--image", "r.example.com/t/demo:1", "--join-timeout", "60", *args],
         cwd=project,
         capture_output=True,
         text=True,
@@ -50,146 +48,229 @@ def manifest(project: Path, kind: str, *args: str) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
-def containers(docs: list[dict]) -> list[dict]:
-    """Every pod template's container, in replica order (master, scheduler first)."""
-    found = []
-    for doc in docs:
-        spec = doc.get("spec", {})
-        groups = (
-            spec.get("tasks") or spec.get("replicaSpecs") or spec.get("pytorchReplicaSpecs") or {}
-        )
-        for group in groups if isinstance(groups, list) else groups.values():
-            found.append(group["template"]["spec"]["containers"][0])
-    return found
-
-
-def pod_env(container: dict, pod: Path, host_ip: str, injected: dict[str, str]) -> dict[str, str]:
-    """The container's own variables (downward API filled in as the kubelet would), and the
-    operator's; the rank table is read from where this test writes it."""
-    values = {"status.hostIP": host_ip, "status.podIP": host_ip}
+def pod_env(pod: operators.Pod, app: Path, host_ip: str, devices: int) -> dict[str, str]:
+    """The container's own variables with the downward API filled in as the kubelet would (the
+    device plugin's annotation lists the pod's NPUs), then the operator's."""
+    values = {
+        "status.hostIP": host_ip,
+        "status.podIP": host_ip,
+        "metadata.annotations['huawei.com/Ascend910']": ",".join(map(str, range(devices))),
+    }
     own = {}
-    for item in container.get("env", []):
+    for item in pod.container.get("env", []):
         ref = item.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
-        if "value" in item:
-            own[item["name"]] = item["value"]
-        elif ref in values:
-            own[item["name"]] = values[ref]
-    if "RANK_TABLE_FILE" in own:
-        own["RANK_TABLE_FILE"] = str(pod.parent / "hccl.json")
-    return {**own, **injected, "PYTHON": sys.executable}
+        own[item["name"]] = item["value"] if "value" in item else values[ref]
+    if "RANK_TABLE_FILE" in own:  # the ConfigMap's mount, beside this pod
+        own["RANK_TABLE_FILE"] = str(app.parent / "hccl.json")
+    return {**own, **pod.injected, "PYTHON": sys.executable}
 
 
-def command(container: dict, pod: Path) -> list[str]:
+def command(container: dict, app: Path, dry_run: bool) -> list[str]:
     """The pod's command, the image's /app being this pod's copy of the project."""
+    words = [word.replace("/app/", f"{app}/") for word in container["command"]]
     # A pod restarted by its operator continues the run its output holds.
-    assert container["command"][-3:] == ["--", "--resume", "auto"]
-    return [word.replace("/app/", f"{pod}/") for word in container["command"]]
-
-
-def pods(project: Path, tmp_path: Path) -> list[Path]:
-    """A copy of the project per pod: each container has its own filesystem."""
-    return [Path(shutil.copytree(project, tmp_path / f"pod{i}" / "app")) for i in (0, 1)]
+    assert words[-3:] == ["--", "--resume", "auto"]
+    return [*words[:-3], "--dry-run", *words[-3:]] if dry_run else words
 
 
 def start_pods(
-    hosts: Hosts, project: Path, tmp_path: Path, docs: list[dict], injected, *args: str
+    hosts: Hosts,
+    project: Path,
+    tmp_path: Path,
+    docs: list[dict],
+    *train_args: str,
+    dry_run: bool = False,
 ) -> list[subprocess.Popen[str]]:
-    """Each pod's command on its host, with what ``injected(node, port)`` says the operator
-    gives node; ARGS go to train.py. The manifest's rank table goes beside each pod."""
-    port = free_port()
+    """Each pod's command on its host, with its operator's environment; TRAIN_ARGS go to
+    train.py. The manifest's ConfigMap (the rank table, "initializing") goes beside each pod."""
+    pods = operators.pods(docs, hosts.addresses)
+    names = tuple(pod.dns_name for pod in pods)
+    if all(names):
+        hosts.name(names)  # type: ignore[arg-type]
     config = [doc for doc in docs if doc["kind"] == "ConfigMap"]
     procs = []
-    for node, (container, pod) in enumerate(
-        zip(containers(docs), pods(project, tmp_path), strict=True)
-    ):
-        if config:  # the ConfigMap's hccl.json: every pod sees the same file
-            (pod.parent / "hccl.json").write_text(config[0]["data"]["hccl.json"])
-        variables = pod_env(container, pod, hosts.addresses[node], injected(node, port))
-        # The manifest's command ends with train.py's arguments (-- --resume auto): ARGS join them.
-        procs.append(hosts.start(node, [*command(container, pod), *args], None, **variables))
+    for node, pod in enumerate(pods):
+        app = Path(shutil.copytree(project, tmp_path / f"pod{node}" / "app"))
+        if config:
+            (app.parent / "hccl.json").write_text(config[0]["data"]["hccl.json"])
+        devices = _devices(pod.container)
+        variables = pod_env(pod, app, hosts.addresses[node], devices)
+        words = [*command(pod.container, app, dry_run), *train_args]
+        procs.append(hosts.start(node, words, None, **variables))
     return procs
 
 
-def assert_both_finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+def _devices(container: dict) -> int:
+    limits = container.get("resources", {}).get("limits", {})
+    return int(next(iter(limits.values()), 1)) if limits else 1
+
+
+def write_table_later(tmp_path: Path, table: str, after: float = 4.0) -> None:
+    """Ascend Operator, once every pod is placed: the completed table in every pod's mount."""
+
+    def complete() -> None:
+        for node in (0, 1):
+            (tmp_path / f"pod{node}" / "hccl.json").write_text(table)
+
+    threading.Timer(after, complete).start()
+
+
+def assert_all_finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
     results = finish(procs, 300)
-    assert [code for code, _, _ in results] == [0, 0], [
+    assert [code for code, _, _ in results] == [0] * len(procs), [
         out[-2000:] + err[-2000:] for _, out, err in results
     ]
     return results
 
 
+def placements(tmp_path: Path, results: list[tuple[int, str, str]]) -> dict[int, tuple]:
+    """Every rank's last line, from the pods' output and every log under their outputs:
+    rank -> (world size, device id or None, pod, weights)."""
+    found: dict[int, tuple] = {}
+    for node, (_, stdout, _) in enumerate(results):
+        logs = (tmp_path / f"pod{node}" / "app" / "output").rglob("*.log")
+        for text in [stdout, *(p.read_text(errors="replace") for p in logs)]:
+            for line in text.splitlines():
+                hit = PLACED.search(line.strip())
+                if hit:
+                    rank, world, device, _, weights = hit.groups()
+                    entry = (int(world), None if device is None else int(device), node, weights)
+                    assert found.setdefault(int(rank), entry) == entry, (rank, entry)
+    return found
+
+
+def assert_trained_as_one(found: dict[int, tuple], world: int) -> None:
+    """Ranks 0..world-1 each said their place, and all hold the same weights."""
+    assert sorted(found) == list(range(world)), found
+    assert {entry[0] for entry in found.values()} == {world}
+    assert len({entry[3] for entry in found.values()}) == 1, found
+
+
+# kind, framework, target, devices per node: every combination gen job render fits.
+REHEARSED = [
+    ("trainjob", "pytorch", "cuda", 1),
+    ("pytorchjob", "pytorch", "cuda", 1),
+    ("volcano", "pytorch", "cuda", 1),
+    ("volcano", "mindspore", "cuda", 1),
+    ("ascendjob", "mindspore", "ascend", 1),
+]
+
+
 @pytest.mark.slow
-def test_pytorchjob_pods_train_together(hosts: Hosts, tmp_path: Path) -> None:
-    project = render(Options("demo", devices_per_node=1, nnodes=2, platform="generic"), tmp_path)
-    docs = manifest(project, "pytorchjob")
-    assert [c["name"] for c in containers(docs)] == ["pytorch", "pytorch"]
+@pytest.mark.parametrize(
+    ("kind", "framework", "target", "devices"), REHEARSED, ids=[" ".join(c[:3]) for c in REHEARSED]
+)
+def test_pods_train_together_with_their_operators_environment(
+    hosts: Hosts, tmp_path: Path, kind: str, framework: str, target: str, devices: int
+) -> None:
+    options = Options("demo", framework, target, "generic", devices_per_node=devices, nnodes=2)
+    project = render(options, tmp_path)
+    docs = manifest(project, kind)
+    args = ["--epoch_size", "1"] + (["--device_target", "cpu"] if framework == "mindspore" else [])
+    results = assert_all_finish(start_pods(hosts, project, tmp_path, docs, *args))
+    suffix = ".pt" if framework == "pytorch" else ".ckpt"
+    assert (tmp_path / "pod0" / "app" / "output" / f"lenet_epoch1{suffix}").is_file()
+    assert_trained_as_one(placements(tmp_path, results), 2 * devices)
 
-    def injected(node: int, port: str) -> dict[str, str]:
-        pet = {"NNODES": "2", "NPROC_PER_NODE": "1", "NODE_RANK": str(node)}
-        pet |= {"MASTER_ADDR": hosts.addresses[0], "MASTER_PORT": port}
-        return {f"PET_{k}": v for k, v in pet.items()} | {"WORLD_SIZE": "2", "RANK": str(node)}
 
-    assert_both_finish(start_pods(hosts, project, tmp_path, docs, injected, "--epoch_size", "1"))
-    assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.pt").is_file()
-    assert not list((tmp_path / "pod1" / "app" / "output").glob("*.pt")), "rank 1 saves nothing"
+def _expected(table, found: dict[int, tuple], pod_of_server: list[int]) -> None:
+    """Each process is the table's: its rank on its server's pod, on the device listed."""
+    for index, server in enumerate(table.servers):
+        for device in server.devices:
+            world, device_id, pod, _ = found[device.rank_id]
+            assert (world, device_id, pod) == (
+                table.rank_size,
+                device.device_id,
+                pod_of_server[index],
+            )
 
 
 @pytest.mark.slow
-def test_ascendjob_mindspore_pods_train_together(hosts: Hosts, tmp_path: Path) -> None:
-    options = Options("demo", "mindspore", "ascend", "generic", devices_per_node=1, nnodes=2)
+def test_pytorch_ascendjob_pods_start_one_process_per_npu(hosts: Hosts, tmp_path: Path) -> None:
+    """AscendJob's pod-wide WORLD_SIZE, RANK and LOCAL_RANK="0,1" become one placement per
+    process: ranks numbered pod by pod, as MindCluster numbers them (its hccl.json)."""
+    options = Options("demo", "pytorch", "ascend", "generic", devices_per_node=2, nnodes=2)
     project = render(options, tmp_path)
     docs = manifest(project, "ascendjob")
-    assert [c["name"] for c in containers(docs)] == ["ascend", "ascend"]
-
-    def injected(node: int, port: str) -> dict[str, str]:
-        # The scheduler's pod holds devices too (node 0); its MS_SCHED_HOST is its own address.
-        role = "MS_SCHED" if node == 0 else "MS_WORKER"
-        sched = {"MS_SCHED_HOST": hosts.addresses[0], "MS_SCHED_PORT": port, "MS_ROLE": role}
-        return {"MS_WORKER_NUM": "2", "MS_LOCAL_WORKER": "1", "MS_NODE_RANK": str(node)} | sched
-
-    args = ("--epoch_size", "1", "--device_target", "cpu")
-    assert_both_finish(start_pods(hosts, project, tmp_path, docs, injected, *args))
-    assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.ckpt").is_file()
-
-
-def _volcano_pods(hosts: Hosts, tmp_path: Path, join_timeout: str) -> list:
-    options = Options("demo", target="ascend", devices_per_node=1, nnodes=2, platform="generic")
-    project = render(options, tmp_path)
-    docs = manifest(project, "volcano", "--join-timeout", join_timeout)
-    config = next(doc for doc in docs if doc["kind"] == "ConfigMap")
-    assert json.loads(config["data"]["hccl.json"]) == {"status": "initializing"}
-    assert all(
-        c["env"][-1] == {"name": "RANK_TABLE_FILE", "value": TABLE} for c in containers(docs)
-    )
-
-    def injected(node: int, port: str) -> dict[str, str]:  # Volcano's pytorch plugin
-        master = {"MASTER_ADDR": hosts.addresses[0], "MASTER_PORT": port}
-        return master | {"WORLD_SIZE": "2", "RANK": str(node)}
-
-    return start_pods(hosts, project, tmp_path, docs, injected, "--epoch_size", "1")
+    assert operators.pods(docs, hosts.addresses)[1].injected["LOCAL_RANK"] == "0,1"
+    results = assert_all_finish(start_pods(hosts, project, tmp_path, docs, "--epoch_size", "1"))
+    found = placements(tmp_path, results)
+    assert_trained_as_one(found, 4)
+    _expected(operators.rank_table(list(hosts.addresses), 2), found, [0, 1])
 
 
 @pytest.mark.slow
-def test_volcano_ascend_pods_wait_for_the_rank_table(hosts: Hosts, tmp_path: Path) -> None:
-    table = ranktable.merge(
-        [ranktable.generate(hosts.addresses[n], [0], [f"10.9.{n}.1"]) for n in (0, 1)]
-    ).dumps()
-
-    def complete() -> None:  # Ascend Operator, once both pods are placed
-        for node in (0, 1):
-            (tmp_path / f"pod{node}" / "hccl.json").write_text(table)
-
-    threading.Timer(4.0, complete).start()
-    results = assert_both_finish(_volcano_pods(hosts, tmp_path, "60"))
+def test_a_volcano_table_with_rank_0_on_the_worker_trains_from_the_tables_master(
+    hosts: Hosts, tmp_path: Path
+) -> None:
+    """Ascend Operator lists the pods as placed: here the worker first, so rank 0 is on the
+    worker pod, not on the pod Volcano's MASTER_ADDR names. The ranks meet at rank 0's."""
+    options = Options("demo", "pytorch", "ascend", "generic", devices_per_node=2, nnodes=2)
+    project = render(options, tmp_path)
+    docs = manifest(project, "volcano")
+    config = next(doc for doc in docs if doc["kind"] == "ConfigMap")
+    assert json.loads(config["data"]["hccl.json"]) == {"status": "initializing"}
+    table = operators.rank_table([hosts.addresses[1], hosts.addresses[0]], 2)
+    write_table_later(tmp_path, table.dumps())
+    results = assert_all_finish(start_pods(hosts, project, tmp_path, docs, "--epoch_size", "1"))
     assert "status initializing" in results[0][2], "the pod said what it waited for"
-    assert (tmp_path / "pod0" / "app" / "output" / "lenet_epoch1.pt").is_file()
+    found = placements(tmp_path, results)
+    assert_trained_as_one(found, 4)
+    _expected(table, found, [1, 0])
+    assert found[0][2] == 1, "rank 0 ran on the worker pod"
+    assert (tmp_path / "pod1" / "app" / "output" / "lenet_epoch1.pt").is_file()
+
+
+@pytest.mark.slow
+def test_mindspore_volcano_ascend_pods_place_every_rank_by_the_table(
+    hosts: Hosts, tmp_path: Path
+) -> None:
+    """MindSpore joins an Ascend rank table through HCCL, which a CPU lacks: its pods are
+    rehearsed to the per-rank environment (a dry run, after the table completes)."""
+    options = Options("demo", "mindspore", "ascend", "generic", devices_per_node=2, nnodes=2)
+    project = render(options, tmp_path)
+    docs = manifest(project, "volcano")
+    table = operators.rank_table(list(hosts.addresses), 2)
+    write_table_later(tmp_path, table.dumps(), after=1.0)
+    results = assert_all_finish(start_pods(hosts, project, tmp_path, docs, dry_run=True))
+    for node, (_, stdout, _) in enumerate(results):
+        ranks = re.findall(r"RANK_SIZE=(\d+) RANK_ID=(\d+) DEVICE_ID=(\d+)", stdout)
+        server = table.servers[node]
+        assert ranks == [("4", str(d.rank_id), str(d.device_id)) for d in server.devices], stdout
+        # No pod-wide variable of Volcano's reaches a rank: each has its own RANK_ID.
+        assert "WORLD_SIZE=" not in stdout
+
+
+@pytest.mark.slow
+def test_a_pod_given_4_devices_of_an_8_device_project_trains_on_4(
+    hosts: Hosts, tmp_path: Path
+) -> None:
+    options = Options("demo", "pytorch", "ascend", "generic", devices_per_node=8, nnodes=1)
+    project = render(options, tmp_path)
+    docs = manifest(project, "volcano", "--devices-per-node", "4", "--nnodes", "1")
+    job = docs[-1]
+    assert job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "huawei.com/Ascend910": 4
+    }
+    app = Path(shutil.copytree(project, tmp_path / "pod0" / "app"))
+    (app.parent / "hccl.json").write_text(operators.rank_table([hosts.addresses[0]], 4).dumps())
+    (pod,) = operators.pods(docs, hosts.addresses)[:1]
+    variables = pod_env(pod, app, hosts.addresses[0], 4)
+    proc = hosts.start(
+        0, [*command(pod.container, app, False), "--epoch_size", "1"], None, **variables
+    )
+    results = assert_all_finish([proc])
+    assert_trained_as_one(placements(tmp_path, results), 4)
 
 
 def test_a_rank_table_that_never_completes_fails_within_the_join_timeout(
     hosts: Hosts, tmp_path: Path
 ) -> None:
+    options = Options("demo", target="ascend", devices_per_node=1, nnodes=2, platform="generic")
+    project = render(options, tmp_path)
+    docs = manifest(project, "volcano", "--join-timeout", "5")
     began = time.monotonic()
-    results = finish(_volcano_pods(hosts, tmp_path, "5"), 120)
+    results = finish(start_pods(hosts, project, tmp_path, docs, "--epoch_size", "1"), 120)
     assert time.monotonic() - began < 40
     for code, _, stderr in results:
         assert code == 1

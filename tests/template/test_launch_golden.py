@@ -77,7 +77,7 @@ CASES = {
         "run_8p.sh",
         ("--cluster", "ascendjob", "--dry-run"),
         {"MASTER_ADDR": "10.96.0.8", "MASTER_PORT": "2222", "WORLD_SIZE": "16", "RANK": "1"}
-        | {"LOCAL_WORLD_SIZE": "8"},
+        | {"LOCAL_WORLD_SIZE": "8", "LOCAL_RANK": "0,1,2,3,4,5,6,7"},
     ),
 }
 # A ModelArts job of 2 nodes x 8 devices, as node 1 sees it: the same command on every node.

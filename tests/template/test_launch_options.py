@@ -95,6 +95,52 @@ def test_a_cluster_kind_without_its_variables_is_one_line(
     assert len(result.stderr.splitlines()) == 1
 
 
+# An AscendJob pod of 2 x 4 NPUs as Ascend Operator starts it (component/ascend-operator/
+# pkg/controllers/v1/env.go): WORLD_SIZE counts NPUs, LOCAL_RANK lists the pod's.
+ASCEND_POD = {"MASTER_ADDR": "10.96.0.8", "MASTER_PORT": "2222", "WORLD_SIZE": "8", "RANK": "1"}
+ASCEND_POD |= {"LOCAL_WORLD_SIZE": "4", "LOCAL_RANK": "0,1,2,3"}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"LOCAL_RANK": "0,1"}, "LOCAL_RANK='0,1' is not 4 device ids"),
+        ({"WORLD_SIZE": "6"}, "WORLD_SIZE=6 is not a multiple of LOCAL_WORLD_SIZE=4"),
+        ({"RANK": "one"}, "RANK='one' is not a whole number"),
+    ],
+)
+def test_an_ascendjob_pod_that_is_not_as_its_operator_writes_is_one_line(
+    render_project: RenderProject, change: dict[str, str], words: str
+) -> None:
+    project = render_project(target="ascend", devices_per_node=4, nnodes=2)
+    variables = env(PYTHON=sys.executable, **(ASCEND_POD | change))
+    result = run(
+        project / "scripts" / "run_8p.sh", "--cluster", "ascendjob", "--dry-run", environ=variables
+    )
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: --cluster ascendjob: ") and words in line, line
+
+
+def test_per_device_ranks_never_see_the_pods_torch_variables(
+    render_project: RenderProject, tmp_path: Path
+) -> None:
+    """Each rank is placed by RANK_ID and DEVICE_ID alone: the pod's WORLD_SIZE, RANK and
+    LOCAL_RANK list would make every process rank RANK of WORLD_SIZE on one device."""
+    project = render_project(target="ascend", devices_per_node=4, nnodes=2)
+    body = (
+        "names = ('RANK_SIZE', 'RANK_ID', 'DEVICE_ID', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK')\n"
+        "print('placed', *(os.environ.get(n, '-') for n in names), flush=True)\n"
+    )
+    python = fake_python(tmp_path / "python", body)
+    variables = env(PYTHON=str(python), **ASCEND_POD)
+    result = run(project / "scripts" / "run_8p.sh", "--cluster", "ascendjob", environ=variables)
+    assert result.returncode == 0, result.stderr
+    logs = sorted((project / "output" / "logs").glob("rank_*/train.log"))
+    placed = [log.read_text().split("placed ")[1].split() for log in logs]
+    assert placed == [["8", str(4 + i), str(i), "-", "-", "-"] for i in range(4)], placed
+
+
 def test_both_picks_a_launcher(render_project: RenderProject) -> None:
     for framework, spawner in (("pytorch", "torchrun"), ("mindspore", "msrun")):
         script = render_project(f"b{framework}", framework=framework, target="both") / "scripts"

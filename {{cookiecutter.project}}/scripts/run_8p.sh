@@ -54,13 +54,6 @@ case $launcher in
     *) die_usage "--launcher must be {{ spawner }}{% if cookiecutter.target != 'cuda' %}, ranktable{% endif %} or auto, not '$launcher'" ;;
 esac
 
-# need NAME...: the variables an operator should have injected, or one line naming them.
-need() {
-    local name missing=()
-    for name in "$@"; do [[ -n ${!name:-} ]] || missing+=("$name"); done
-    [[ -z ${missing[*]:-} ]] || die "--cluster $cluster: ${missing[*]} not set; is this pod started by the $cluster operator (gen job render --kind $cluster)?"
-}
-
 # A ModelArts job's containers alone have MA_VJ_NAME: its shape comes from the job.
 if [[ -z $cluster && -n ${MA_VJ_NAME:-} ]]; then cluster=modelarts; fi
 
@@ -87,36 +80,20 @@ split_platform_args() {
 from=()
 case $cluster in
     '') ;;
-    trainjob | pytorchjob)
-        need PET_NNODES PET_NPROC_PER_NODE PET_NODE_RANK PET_MASTER_ADDR PET_MASTER_PORT
-        launcher=torchrun
-        from=(--nnodes "$PET_NNODES" --nproc "$PET_NPROC_PER_NODE" --node-rank "$PET_NODE_RANK"
-            --master-addr "$PET_MASTER_ADDR" --master-port "$PET_MASTER_PORT")
-        ;;
-    volcano)
-        if [[ $launcher == ranktable ]]; then
+    trainjob | pytorchjob | volcano | ascendjob)
+        # An AscendJob starts {% if ms %}MindSpore through msrun{% else %}PyTorch one process per device{% endif %}.
+        if [[ $cluster == ascendjob ]]; then launcher={% if ms %}msrun{% else %}ranktable{% endif %}; fi
+        # scripts/operators.py holds each operator's variables, with their sources.
+        shape=$("${PYTHON:-python3}" "$project_root/scripts/operators.py" "$cluster" "$launcher") || exit 1
+        mapfile -t from <<<"$shape"
+        read -ra cleared <<<"${from[0]}"
+        launcher=${cleared[0]} from=("${from[@]:1}")
+        # The pod's variables that the processes started must not take for their own.
+        unset "${cleared[@]:1}"
+        if [[ $cluster == volcano && $launcher == ranktable ]]; then
             # Ascend Operator writes the job's table here; it says "initializing" until every pod is placed.
-            from=(--rank-table "${RANK_TABLE_FILE:-/user/serverid/devindex/config/hccl.json}" --wait-table)
-        else
-            need MASTER_ADDR MASTER_PORT WORLD_SIZE RANK
-            from=(--nnodes "$WORLD_SIZE" --node-rank "$RANK" --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT")
+            from+=(--rank-table "${RANK_TABLE_FILE:-/user/serverid/devindex/config/hccl.json}" --wait-table)
         fi
-        ;;
-    ascendjob)
-{%- if ms %}
-        need MS_WORKER_NUM MS_LOCAL_WORKER MS_NODE_RANK MS_SCHED_HOST MS_SCHED_PORT
-        launcher=msrun
-        from=(--worker-num "$MS_WORKER_NUM" --nproc "$MS_LOCAL_WORKER" --node-rank "$MS_NODE_RANK"
-            --master-addr "$MS_SCHED_HOST" --master-port "$MS_SCHED_PORT")
-        # msrun gives each process its role: the pod's own would make every worker a scheduler.
-        unset MS_ROLE MS_WORKER_NUM MS_LOCAL_WORKER MS_NODE_RANK MS_SCHED_HOST MS_SCHED_PORT
-{%- else %}
-        need MASTER_ADDR MASTER_PORT WORLD_SIZE RANK LOCAL_WORLD_SIZE
-        launcher=ranktable
-        from=(--nnodes "$((WORLD_SIZE / LOCAL_WORLD_SIZE))" --nproc "$LOCAL_WORLD_SIZE" --node-rank "$RANK"
-            --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT")
-        unset RANK_TABLE_FILE
-{%- endif %}
         ;;
     modelarts)
         split_platform_args ${args[@]+"${args[@]}"}

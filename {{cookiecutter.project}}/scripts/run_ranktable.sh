@@ -16,7 +16,7 @@ options:
                        listing one of this host's addresses, or \$XDL_IP / \$POD_IP / \$MA_CURRENT_IP)
   --nproc N            processes (devices) on this node (default: \$NPROC_PER_NODE, else $default_devices)
   --nnodes N           nodes, without a table (default: \$NNODES, else $default_nodes)
-  --master-addr HOST   where the ranks meet (default: \$MASTER_ADDR, else the table's first server)
+  --master-addr HOST   where the ranks meet (default: \$MASTER_ADDR, else rank 0's server in the table)
   --master-port PORT   free TCP port there (default: \$MASTER_PORT, else 29500)
   --wait-table         wait for an operator to finish writing the table ("status": "completed")
   --join-timeout S     longest wait for the table and for the other ranks (default: 600)
@@ -73,6 +73,10 @@ if [[ -n $rank_table ]]; then
 else
     for ((i = 0; i < nproc; i++)); do ranks+=($((node_rank * nproc + i))) devices+=("$i"); done
 fi
+
+# A rank's place is its RANK_ID and DEVICE_ID: the pod-wide torch variables an operator may
+# set (WORLD_SIZE, RANK, LOCAL_RANK) would override them, so no rank inherits them.
+unset WORLD_SIZE RANK LOCAL_RANK
 
 # The log directory of local rank $1: by its rank, or by its device (ModelZoo's way).
 rank_dir() {

@@ -83,6 +83,7 @@ class Backend(Protocol):
     rank: int
     world_size: int
     device: str  # for the record and the log: cpu, cuda:0, Ascend:3 ...
+    placement: str  # this process's place in the job: "rank 1 of 4 on device 1 (cpu)"
     suffix: str  # the checkpoint file ending: .pt or .ckpt
     # True for a process that only coordinates (MindSpore's msrun scheduler): it
     # neither stages data nor trains.
@@ -119,6 +120,10 @@ class Backend(Protocol):
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         """Load model weights only, leaving layers in ``skip`` initialised."""
+        ...
+
+    def weights_digest(self) -> str:
+        """A short hash of the model's weights: equal on every rank of a healthy job."""
         ...
 
     def close(self) -> None:

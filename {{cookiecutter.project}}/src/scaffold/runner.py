@@ -148,6 +148,8 @@ def _train(
         record.finish(failed=True)
         raise
     record.finish(failed=False)
+    # Every rank's last word: ranks that trained as one hold the same weights.
+    print(f"{backend.placement}: finished, weights {backend.weights_digest()}", flush=True)
 
 
 def _epochs(
@@ -219,6 +221,8 @@ def run(cfg: Config) -> None:
         if backend.scheduler_only:
             return
         _configure_logging(backend.rank)
+        # Every rank's own log says where it stands: the first line to read when ranks disagree.
+        print(backend.placement, flush=True)
         if cfg.ignored_args:
             log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
         with stopping():

@@ -5,6 +5,7 @@ a hand-written loop; both take their batches from src/scaffold/loader.py."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -66,6 +67,7 @@ class MindSporeBackend:
         self.device = ctx.device_target
         if ctx.device_id is not None:
             self.device += f":{ctx.device_id}"
+        self.placement = f"rank {self.rank} of {self.world_size} on {self.device}"
         self.cfg = cfg
         # Checked before the data is read: a typo fails in a second, not after staging.
         self.spec = model_spec(cfg.model)
@@ -166,6 +168,12 @@ class MindSporeBackend:
         shapes = {k: tuple(v.shape) for k, v in params.items()}
         chosen = pretrained.select(path, own, shapes, skip)
         ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
+
+    def weights_digest(self) -> str:
+        digest = hashlib.sha256()
+        for param in self.net.parameters_dict().values():
+            digest.update(np.ascontiguousarray(param.asnumpy()).tobytes())
+        return digest.hexdigest()[:16]
 
     def close(self) -> None:
         """MindSpore leaves its process group at exit."""

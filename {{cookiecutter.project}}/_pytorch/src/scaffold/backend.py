@@ -5,6 +5,7 @@ checkpoints as state_dicts."""
 from __future__ import annotations
 
 import gc
+import hashlib
 import logging
 import os
 import pickle
@@ -60,6 +61,8 @@ class TorchBackend:
         self.local_world_size = place.local_world_size
         self.torch_device = distributed.pick_device(cfg.device_target, place.device_index)
         self.device = str(self.torch_device)
+        where = f"device {place.device_index} ({self.device})"
+        self.placement = f"rank {place.rank} of {place.world_size} on {where}"
         if self.torch_device.type == "cpu" and place.local_world_size > 1:
             # Each process would otherwise start a thread per CPU: N times oversubscribed.
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
@@ -224,6 +227,12 @@ class TorchBackend:
         chosen = pretrained.select(path, {k: tuple(v.shape) for k, v in own.items()}, shapes, skip)
         own.update({key: weights[key] for key in chosen})
         self.net.load_state_dict(own)
+
+    def weights_digest(self) -> str:
+        digest = hashlib.sha256()
+        for value in self.net.state_dict().values():
+            digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
 
     def close(self) -> None:
         # DDP's reducer holds the process group: without it, leave() ends the group's threads.

@@ -4,8 +4,8 @@
   WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 * One process per device, as ModelArts, OpenI's NPU jobs and the ModelZoo 8p
   loops start them: RANK_SIZE, RANK_ID, DEVICE_ID (or ASCEND_DEVICE_ID), maybe
-  RANK_TABLE_FILE. The ranks meet at MASTER_ADDR:MASTER_PORT, else at the rank
-  table's first server.
+  RANK_TABLE_FILE. The ranks meet at MASTER_ADDR:MASTER_PORT, else at the server
+  holding rank 0 in the rank table.
 * Neither: one process alone.
 """
 
@@ -40,15 +40,19 @@ class Placement:
     master_port: int = DEFAULT_PORT
 
 
-def _first_server(table: Path) -> str:
-    """The first server's address in an HCCL rank table (server_list or group_list form)."""
+def _rank_zero_server(table: Path) -> str:
+    """The address of the server holding rank 0 in an HCCL rank table (server_list or
+    group_list form): rank 0's process holds the store where the ranks meet."""
     try:
         data = json.loads(table.read_text(encoding="utf-8"))
         if "server_list" in data:
-            return str(data["server_list"][0]["server_id"])
-        return str(data["group_list"][0]["instance_list"][0]["server_id"])
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
-        raise DeviceError(f"RANK_TABLE_FILE={table}: cannot read its first server ({err})") from err
+            servers = [(s["server_id"], s["device"]) for s in data["server_list"]]
+        else:
+            servers = [(i["server_id"], [i]) for i in data["group_list"][0]["instance_list"]]
+        zero = [sid for sid, listed in servers if any(str(d.get("rank_id")) == "0" for d in listed)]
+        return str((zero or [servers[0][0]])[0])
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+        raise DeviceError(f"RANK_TABLE_FILE={table}: no rank 0 server to read ({err})") from err
 
 
 def _per_device(world_size: int) -> Placement:
@@ -75,7 +79,7 @@ def _per_device(world_size: int) -> Placement:
         world_size=world_size,
         local_world_size=env_int("LOCAL_WORLD_SIZE") or min(world_size, 8),
         device_index=device,
-        master_addr=master or _first_server(Path(str(table))),
+        master_addr=master or _rank_zero_server(Path(str(table))),
         master_port=env_int("MASTER_PORT") or DEFAULT_PORT,
     )
 

@@ -46,10 +46,15 @@ class Crd:
 
 
 @cache
-def crds() -> dict[tuple[str, str], Crd]:
-    """Every CRD in CRD_DIR by (apiVersion, kind)."""
+def crds(release: str = "") -> dict[tuple[str, str], Crd]:
+    """Every CRD in CRD_DIR by (apiVersion, kind); with ``release`` (a directory such as
+    trainer-v2.0), that release's CRDs in place of the newest, which share apiVersions."""
     found = {}
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    paths = sorted(CRD_DIR.glob("*.yaml"))
+    if release:
+        paths += sorted((CRD_DIR / release).glob("*.yaml"))
+        assert len(paths) > len(list(CRD_DIR.glob("*.yaml"))), f"no CRDs in {CRD_DIR / release}"
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         provenance = text.splitlines()[0].removeprefix("# Provenance: ")
         for doc in yaml.load_all(text, Loader=yaml.CSafeLoader):
@@ -65,15 +70,16 @@ def crds() -> dict[tuple[str, str], Crd]:
     return found
 
 
-def problems(doc: dict[str, Any]) -> list[str]:
-    """What the API server would refuse (or silently drop) in ``doc``; [] if nothing."""
+def problems(doc: dict[str, Any], release: str = "") -> list[str]:
+    """What the API server would refuse (or silently drop) in ``doc``; [] if nothing.
+    ``release`` names the operator release whose CRDs to check against (see crds())."""
     key = (doc.get("apiVersion", ""), doc.get("kind", ""))
     if "/" not in key[0]:
         return _core(doc)
-    crd = crds().get(key)
+    crd = crds(release).get(key)
     if crd is None:
-        return [f"no CRD for {key[0]} {key[1]} in {CRD_DIR}"]
-    found = [_where(err) for err in _validator(key).iter_errors(doc)]
+        return [f"no CRD for {key[0]} {key[1]} in {CRD_DIR / release}"]
+    found = [_where(err) for err in _validator(key, release).iter_errors(doc)]
     # The server checks a custom resource's metadata as ObjectMeta, whatever the schema says.
     meta = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": doc.get("metadata")}
     return found + [f"metadata: {p}" for p in _core(meta)]
@@ -99,8 +105,8 @@ def _where(err: jsonschema.ValidationError) -> str:
 
 
 @cache
-def _validator(key: tuple[str, str]) -> jsonschema.protocols.Validator:
-    schema = structural(crds()[key].schema, top=True)
+def _validator(key: tuple[str, str], release: str = "") -> jsonschema.protocols.Validator:
+    schema = structural(crds(release)[key].schema, top=True)
     return _KubeValidator(schema, format_checker=_formats())
 
 

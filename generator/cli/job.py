@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from generator.jobs.spec import ACCELERATORS, DEFAULT_JOIN_TIMEOUT, KINDS
+from generator.jobs.spec import ACCELERATORS, DEFAULT_JOIN_TIMEOUT, GANGS, KINDS, TRAINER_VERSIONS
 
 RENDER_HELP = """Write the manifests that run PROJECT_DIR (default: here) on a cluster.
 
@@ -15,22 +15,31 @@ Nodes, devices per node and the job name default to the project's own
 answers; the image to the one gen image push last pushed for the target.
 
 \b
-Kinds and the projects they fit:
-  trainjob    Kubeflow Trainer v2 TrainJob (torch-distributed runtime):
-              PyTorch on CUDA
-  pytorchjob  Kubeflow training-operator v1 PyTorchJob: PyTorch on CUDA
+Kinds, the projects they fit, and what each guarantees:
+  trainjob    Kubeflow Trainer v2 TrainJob: PyTorch on CUDA. On the stock
+              torch-distributed runtime it is no gang: pods start as they
+              are placed, and the ranks wait --join-timeout for each other.
+              --gang volcano|coscheduling (or --queue, Volcano) renders a
+              TrainingRuntime of the job's own whose podGroupPolicy starts
+              every node or none (Volcano needs Trainer v2.1+).
+  pytorchjob  Kubeflow training-operator v1 PyTorchJob: PyTorch on CUDA. A
+              gang (minAvailable, --queue) when the operator runs with a
+              gang scheduler (--gang-scheduler-name), else as placed.
   volcano     Volcano Job (pytorch/svc plugins; MindCluster rank table on
-              Ascend): PyTorch or MindSpore, CUDA or Ascend
-  ascendjob   MindCluster AscendJob: PyTorch or MindSpore on Ascend
+              Ascend): PyTorch or MindSpore, CUDA or Ascend. Always a gang
+              (minAvailable), in --queue (default: default).
+  ascendjob   MindCluster AscendJob: PyTorch or MindSpore on Ascend. A gang
+              through Volcano (minAvailable), in --queue (default: default).
 
 torchrun-based kinds do not start MindSpore, and only the MindCluster kinds
-bring what NPUs need (ring-controller label, driver mounts, rank table). A
-project built for both targets runs cuda kinds on its CUDA image and
-ascendjob on its Ascend image; volcano needs --target there.
+bring what NPUs need (ring-controller label, accelerator-type node selector,
+host network, driver mounts, rank table; sp-block on A3). A project built
+for both targets runs cuda kinds on its CUDA image and ascendjob on its
+Ascend image; volcano needs --target there.
 
 Every pod runs bash /app/scripts/run_8p.sh --cluster KIND --join-timeout S
-[--data /data] [--output /output], one pod per node holding all its devices,
-scheduled as a gang."""
+--nproc N [--data /data] [--output /output], one pod per node holding N
+devices (--devices-per-node), which may differ from the project's."""
 
 
 @click.group()
@@ -51,7 +60,17 @@ def job() -> None:
 @click.option("--devices-per-node", type=int, help="GPUs/NPUs per node (default: the project's).")
 @click.option("--name", help="Job name, a DNS label (default: the project name).")
 @click.option("--namespace", help="metadata.namespace of every document.")
-@click.option("--queue", help="Volcano queue (schedulingPolicy.queue for AscendJob).")
+@click.option("--queue", help="Volcano queue (a TrainJob's makes it a Volcano gang).")
+@click.option(
+    "--gang",
+    type=click.Choice(GANGS),
+    help="trainjob: its own TrainingRuntime with this gang plugin.",
+)
+@click.option(
+    "--trainer-version",
+    type=click.Choice(TRAINER_VERSIONS),
+    help=f"trainjob: the Kubeflow Trainer release (default: {TRAINER_VERSIONS[-1]}).",
+)
 @click.option("--data-pvc", metavar="CLAIM", help="PersistentVolumeClaim mounted at /data.")
 @click.option("--output-pvc", metavar="CLAIM", help="PersistentVolumeClaim mounted at /output.")
 @click.option(
@@ -63,6 +82,12 @@ def job() -> None:
 )
 @click.option("--target", type=click.Choice(ACCELERATORS), help="For volcano on a 'both' project.")
 @click.option("--chip", help="Ascend chip: 910, 910b or 910_93 (default: the project's).")
+@click.option(
+    "--accelerator-type",
+    metavar="LABEL",
+    help="Ascend nodes' accelerator-type label (default by chip: module, module-910b-8, "
+    "module-a3-16-super-pod).",
+)
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write."
 )

@@ -27,11 +27,14 @@ def documents(spec: JobSpec) -> list[Doc]:
     if spec.nnodes > 1:
         replicas["Worker"] = _replica(spec, spec.nnodes - 1)
     labels = {"framework": spec.framework, RING_LABEL: pod.ring_controller(spec)}
+    metadata = pod.metadata(spec, labels)
+    if pod.job_annotations(spec):
+        metadata["annotations"] = pod.job_annotations(spec)
     return [
         {
             "apiVersion": API_VERSION,
             "kind": "AscendJob",
-            "metadata": pod.metadata(spec, labels),
+            "metadata": metadata,
             "spec": {
                 "schedulerName": "volcano",
                 "runPolicy": {

@@ -14,6 +14,11 @@ DATA_DIR, OUTPUT_DIR = "/data", "/output"
 # Our own pod label: anti-affinity selects on it, whatever labels the operator adds.
 JOB_LABEL = "train-template/job"
 GPU, NPU = "nvidia.com/gpu", "huawei.com/Ascend910"
+# ascend-for-volcano picks the scheduling handler by this node label (see spec.py).
+ACCELERATOR_TYPE = "accelerator-type"
+# A3 super pods: the NPUs of one logical super pod. The whole job is one, so every rank
+# shares one HCCS fabric; MindCluster reads it from the job's annotations.
+SP_BLOCK = "sp-block"
 # MindCluster's rank table: Ascend Operator fills the rings-config-<job> ConfigMap's
 # hccl.json once every pod is placed; the launcher waits for "status": "completed".
 RANK_TABLE_DIR = "/user/serverid/devindex/config"
@@ -33,6 +38,8 @@ FS_GROUP = 1000
 def command(spec: JobSpec) -> list[str]:
     """The launcher and what it needs to know; the operator's env says the rest."""
     args = ["bash", LAUNCHER, "--cluster", spec.kind, "--join-timeout", str(spec.join_timeout)]
+    # The pod's size, whatever the project was generated for: its processes, one a device.
+    args += ["--nproc", str(spec.devices_per_node)]
     if spec.data_pvc:
         args += ["--data", DATA_DIR]
     if spec.output_pvc:
@@ -121,11 +128,29 @@ def metadata(spec: JobSpec, extra: dict[str, str] | None = None, name: str = "")
     return found
 
 
+def job_annotations(spec: JobSpec) -> Doc:
+    """An Ascend job's scheduling annotations: the super pod block on A3 (910_93)."""
+    if spec.chip != "910_93":
+        return {}
+    return {SP_BLOCK: str(spec.nnodes * spec.devices_per_node)}
+
+
 def affinity(spec: JobSpec) -> Doc:
     """One pod per node: no two pods of this job on the same host."""
     selector = {"matchExpressions": [{"key": JOB_LABEL, "operator": "In", "values": [spec.name]}]}
     term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def placement(spec: JobSpec) -> Doc:
+    """Where the pod runs: one per node; on Ascend, on nodes of the chip and on the host's
+    network, as MindCluster's examples run (HCCL and the rank table use the host's address)."""
+    found: Doc = {"affinity": affinity(spec)}
+    if spec.ascend:
+        found["nodeSelector"] = {ACCELERATOR_TYPE: spec.accelerator_type}
+        # The job's Service names still resolve from the host's network.
+        found.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+    return found
 
 
 def container(spec: JobSpec, name: str, ports: list[Doc] | None = None) -> Doc:
@@ -157,10 +182,6 @@ def template(
 ) -> Doc:
     """A pod template running ``main``; operators that own restarts leave the policy out."""
     pod: Doc = {"restartPolicy": restart_policy} if restart_policy else {}
-    pod.update(
-        affinity=affinity(spec),
-        securityContext=dict(SECURITY_CONTEXT),
-        containers=[main],
-        volumes=volumes(spec),
-    )
+    pod.update(placement(spec))
+    pod.update(securityContext=dict(SECURITY_CONTEXT), containers=[main], volumes=volumes(spec))
     return {"metadata": {"labels": {**labels(spec), **(extra_labels or {})}}, "spec": pod}

@@ -29,6 +29,13 @@ WHY_NOT = {
     "volcano": "a Volcano Job runs every framework and target",
 }
 PROJECT_ACCELERATORS = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ACCELERATORS}
+# Kubeflow Trainer releases a TrainJob can be rendered for: each has its own pod-override
+# field (podSpecOverrides, podTemplateOverrides, runtimePatches); "2.2+" is 2.2 and later.
+TRAINER_VERSIONS = ("2.0", "2.1", "2.2+")
+# Trainer's gang plugins; the other kinds are gangs by themselves (see gen job render --help).
+GANGS = ("volcano", "coscheduling")
+# Devices a node may give one pod: Atlas A3 (910_93) nodes hold 16 NPUs, others up to 8.
+A3_DEVICES = (*DEVICES_PER_NODE, 16)
 DEFAULT_JOIN_TIMEOUT = 600
 CLAIM = "PersistentVolumeClaim"
 MAX_JOIN_TIMEOUT = 86400
@@ -50,6 +57,9 @@ class JobRequest:
     join_timeout: int = DEFAULT_JOIN_TIMEOUT
     target: str | None = None
     chip: str | None = None
+    trainer_version: str | None = None
+    gang: str | None = None
+    accelerator_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,11 @@ class JobSpec:
     output_pvc: str | None = None
     join_timeout: int = DEFAULT_JOIN_TIMEOUT
     chip: str = ""
+    trainer_version: str = TRAINER_VERSIONS[-1]
+    # A TrainJob's gang plugin ("volcano" or "coscheduling"); "" when it is not a gang.
+    gang: str = ""
+    # Ascend: the nodes' accelerator-type label ascend-for-volcano picks its handler by.
+    accelerator_type: str = ""
 
     @property
     def ascend(self) -> bool:
@@ -116,11 +131,29 @@ def _number(option: str, value: int, low: int, high: int) -> int:
     return value
 
 
-def _devices(value: int) -> int:
-    if value not in DEVICES_PER_NODE:
-        allowed = ", ".join(map(str, DEVICES_PER_NODE))
-        raise OptionError("--devices-per-node", f"{value} is not allowed; choose one of {allowed}")
+def _devices(value: int, chip: str) -> int:
+    allowed = A3_DEVICES if chip == "910_93" else DEVICES_PER_NODE
+    if value not in allowed:
+        where = "" if chip == "910_93" else " (16 only on --chip 910_93, Atlas A3)"
+        raise OptionError(
+            "--devices-per-node",
+            f"{value} is not allowed; choose one of {', '.join(map(str, allowed))}{where}",
+        )
     return value
+
+
+def _trainer_version(request: JobRequest) -> str:
+    """The Trainer release a TrainJob is for (default the newest); other kinds take none."""
+    version = request.trainer_version
+    if version is None:
+        return TRAINER_VERSIONS[-1]
+    if request.kind != "trainjob":
+        raise OptionError("--trainer-version", f"is for --kind trainjob, not {request.kind}")
+    if version not in TRAINER_VERSIONS:
+        raise OptionError(
+            "--trainer-version", f"{version!r} is not one of {', '.join(TRAINER_VERSIONS)}"
+        )
+    return version
 
 
 def pushed_image(project_dir: Path, accelerator: str) -> str | None:
@@ -156,6 +189,34 @@ def _image(request: JobRequest, project_dir: Path, accelerator: str) -> str:
 
 # MindCluster's ring-controller.atlas label by chip; its A3 jobs carry the A2 label.
 RING_LABELS = {"910": "910", "910b": "910b", "910_93": "910b"}
+# The accelerator-type node label of each chip's training servers, as MindCluster's install
+# guide labels them (Atlas 800 = module, 800T A2 = module-910b-8, 900 A3 SuperPoD =
+# module-a3-16-super-pod). Without one, ascend-for-volcano takes the 910 handler, which
+# refuses nodes of more than 8 NPUs. The values its handlers know (util/constants.go):
+ACCELERATOR_TYPES = {"910": "module", "910b": "module-910b-8", "910_93": "module-a3-16-super-pod"}
+KNOWN_ACCELERATOR_TYPES = (
+    "module",
+    "half",
+    "card",
+    "module-910b-8",
+    "module-910b-16",
+    "module-a3-16",
+    "module-a3-16-super-pod",
+    "module-a3-8-super-pod",
+)
+
+
+def accelerator_type(chip: str, given: str | None) -> str:
+    """The node label value for ``chip``'s servers, or the one given (a known value)."""
+    if given is None:
+        return ACCELERATOR_TYPES[chip]
+    if given not in KNOWN_ACCELERATOR_TYPES and not given.startswith("card"):
+        raise OptionError(
+            "--accelerator-type",
+            f"{given!r} is not a value ascend-for-volcano knows; choose one of "
+            f"{', '.join(KNOWN_ACCELERATOR_TYPES)} (or card-*)",
+        )
+    return given
 
 
 def ascend_chip(project_chip: str, chip: str | None) -> str:
@@ -167,6 +228,31 @@ def ascend_chip(project_chip: str, chip: str | None) -> str:
             "--chip", f"{chip!r} is not a chip; choose one of {', '.join(RING_LABELS)}"
         )
     return chip
+
+
+def _gang(request: JobRequest, version: str) -> str:
+    """A TrainJob's gang plugin: --gang's, else Volcano's for a --queue, else none."""
+    gang = request.gang
+    if request.kind != "trainjob":
+        if gang is not None:
+            raise OptionError(
+                "--gang", f"is for --kind trainjob; {request.kind} jobs are gangs already"
+            )
+        return ""
+    if gang is not None and gang not in GANGS:
+        raise OptionError("--gang", f"{gang!r} is not one of {', '.join(GANGS)}")
+    if gang is None:
+        gang = "volcano" if request.queue is not None else ""
+    if gang == "coscheduling" and request.queue is not None:
+        raise OptionError("--queue", "names a Volcano queue; --gang coscheduling has none")
+    if gang == "volcano" and version == "2.0":
+        option = "--gang" if request.gang else "--queue"
+        raise OptionError(
+            option,
+            "needs Trainer's Volcano plugin, which came in v2.1: pass --trainer-version 2.1 "
+            "or later, or --gang coscheduling",
+        )
+    return gang
 
 
 def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
@@ -182,6 +268,8 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
     )
     nnodes = _number("--nnodes", nnodes, 1, MAX_NODES)
     chip = ascend_chip(record.chip, request.chip) if accelerator == "ascend" else ""
+    if request.accelerator_type is not None and not chip:
+        raise OptionError("--accelerator-type", "labels Ascend nodes; this job runs on cuda")
     # Keyword arguments run in order: the image, which may read a file, comes last.
     return JobSpec(
         kind=request.kind,
@@ -190,13 +278,16 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
         accelerator=accelerator,
         name=_job_name(record, request, accelerator, nnodes),
         nnodes=nnodes,
-        devices_per_node=_devices(devices),
+        devices_per_node=_devices(devices, chip),
         namespace=_optional(request.namespace, names.check_namespace),
         queue=_optional(request.queue, names.check_subdomain, "--queue", "queue"),
         data_pvc=_optional(request.data_pvc, names.check_subdomain, "--data-pvc", CLAIM),
         output_pvc=_optional(request.output_pvc, names.check_subdomain, "--output-pvc", CLAIM),
         join_timeout=_number("--join-timeout", request.join_timeout, 1, MAX_JOIN_TIMEOUT),
         chip=chip,
+        accelerator_type=accelerator_type(chip, request.accelerator_type) if chip else "",
+        trainer_version=_trainer_version(request),
+        gang=_gang(request, _trainer_version(request)),
         image=_image(request, project_dir, accelerator),
     )
 

@@ -29,10 +29,13 @@ def documents(spec: JobSpec) -> list[Doc]:
     tasks = [_task(spec, "master", 1)]
     if spec.nnodes > 1:
         tasks.append(_task(spec, "worker", spec.nnodes - 1))
+    metadata = pod.metadata(spec, ascend)
+    if pod.job_annotations(spec):
+        metadata["annotations"] = pod.job_annotations(spec)
     job = {
         "apiVersion": API_VERSION,
         "kind": "Job",
-        "metadata": pod.metadata(spec, ascend),
+        "metadata": metadata,
         "spec": {
             "schedulerName": "volcano",
             "queue": spec.queue or "default",

@@ -16,8 +16,19 @@ from tests.k8s_schema import problems
 IMAGE = "registry.example.com/team/demo:cuda-0123abcdef01"
 ASCEND_IMAGE = "registry.example.com/team/demo:ascend-0123abcdef01"
 # One manifest per kind, from the project's own answers and the recorded push.
+CUDA_2 = {"framework": "pytorch", "target": "cuda", "nnodes": 2}
 GOLDEN = {
-    "trainjob.yaml": ({"framework": "pytorch", "target": "cuda", "nnodes": 2}, []),
+    "trainjob.yaml": (CUDA_2, []),
+    # One per Trainer release, each with its own pod-override field, and the gangs.
+    "trainjob-v2.0.yaml": (CUDA_2, ["--trainer-version", "2.0", "--data-pvc", "mnist"]),
+    "trainjob-v2.1.yaml": (CUDA_2, ["--trainer-version", "2.1", "--data-pvc", "mnist"]),
+    "trainjob-v2.2.yaml": (CUDA_2, ["--trainer-version", "2.2+", "--data-pvc", "mnist"]),
+    "trainjob-v2.0-coscheduling.yaml": (
+        CUDA_2,
+        ["--trainer-version", "2.0", "--gang", "coscheduling"],
+    ),
+    "trainjob-v2.1-queue.yaml": (CUDA_2, ["--trainer-version", "2.1", "--queue", "research"]),
+    "trainjob-v2.2-queue.yaml": (CUDA_2, ["--queue", "research", "--output-pvc", "runs"]),
     "pytorchjob.yaml": (
         {"framework": "pytorch", "target": "cuda", "nnodes": 2},
         ["--data-pvc", "mnist", "--output-pvc", "runs", "--queue", "research"],
@@ -27,7 +38,14 @@ GOLDEN = {
         ["--namespace", "team-a", "--join-timeout", "900"],
     ),
     "ascendjob.yaml": ({"framework": "pytorch", "target": "ascend", "nnodes": 2}, []),
+    # A whole Atlas A3 node: 16 NPUs, the super-pod handler's label and sp-block.
+    "ascendjob-a3.yaml": (
+        {"framework": "mindspore", "target": "ascend", "nnodes": 2, "chip": "910_93"},
+        ["--devices-per-node", "16"],
+    ),
 }
+# The CRDs of the release a case renders for (tests/data/crds/<release>/).
+RELEASES = {"v2.0": "trainer-v2.0", "v2.1": "trainer-v2.1", "v2.2": "trainer-v2.2"}
 GOLDEN_CASES = list(GOLDEN)
 
 
@@ -59,11 +77,12 @@ def test_each_kind_renders_its_golden_manifest(
 ) -> None:
     options, args = GOLDEN[case]
     project = _project(render_project, **options)
-    result = gen("job", "render", "--kind", case.removesuffix(".yaml"), *args, cwd=project)
+    kind, _, release = case.removesuffix(".yaml").partition("-")
+    result = gen("job", "render", "--kind", kind, *args, cwd=project)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     for doc in yaml.safe_load_all(result.stdout):
-        assert problems(doc) == []
+        assert problems(doc, RELEASES.get(release[:4], "")) == []
     golden.check(case, result.stdout)
 
 
@@ -104,6 +123,9 @@ BAD = [
     (["--kind", "trainjob", "--image", "demo image:1"], "--image: 'demo image:1'"),
     (["--kind", "ascendjob"], "--kind ascendjob does not fit demo"),
     (["--kind", "volcano", "--data-pvc", "My Data"], "--data-pvc"),
+    (["--kind", "trainjob", "--trainer-version", "2.0", "--queue", "q"], "came in v2.1"),
+    (["--kind", "trainjob", "--gang", "yunikorn"], "'yunikorn' is not one of"),
+    (["--kind", "pytorchjob", "--trainer-version", "2.1"], "--kind trainjob"),
 ]
 
 
@@ -125,3 +147,17 @@ def test_no_image_says_to_pass_one_or_push(render_project: RenderProject) -> Non
 
 def test_outside_a_project_says_so(tmp_path: Path) -> None:
     _one_error(gen("job", "render", "--kind", "trainjob", cwd=tmp_path), "not a project")
+
+
+def test_the_help_says_what_each_kind_guarantees(render_project: RenderProject) -> None:
+    text = " ".join(gen("job", "render", "--help", cwd=render_project()).stdout.split())
+    kinds = text.split("what each guarantees:")[1].split("torchrun-based kinds")[0]
+    for kind, guarantee in (
+        ("trainjob", "no gang: pods start as they are placed"),
+        ("trainjob", "podGroupPolicy starts every node or none"),
+        ("pytorchjob", "when the operator runs with a gang scheduler"),
+        ("volcano", "Always a gang"),
+        ("ascendjob", "A gang through Volcano"),
+    ):
+        assert kind in kinds and guarantee in kinds, (kind, guarantee)
+    assert "scheduled as a gang" not in text  # said of every kind once, untrue of TrainJob

@@ -99,7 +99,7 @@ def test_every_fitting_combination_renders_manifests_the_server_accepts(
     assert list(yaml.safe_load_all(manifests.render(spec))) == docs
     for doc in docs:
         assert k8s_schema.problems(doc) == [], doc["kind"]
-    for template, _, _ in _pods(docs[-1]):
+    for template, _, _ in _pods(docs):
         assert k8s_schema.pod_template_problems(template) == []
     nnodes = VARIANTS[variant]["nnodes"]
     devices = VARIANTS[variant].get("devices_per_node", 8)
@@ -131,24 +131,31 @@ def check_rules(docs: list[dict[str, Any]], asked: Asked) -> None:
     """Everything the cluster relies on, for one rendered case."""
     job = docs[-1]
     _check_names(docs, asked)
-    _check_gang(job, asked)
-    _check_restarts(job, asked.kind)
-    for template, _, _ in _pods(job):
+    _check_gang(docs, asked)
+    _check_restarts(docs, asked.kind)
+    for template, _, _ in _pods(docs):
         _check_placement(template, asked)
         main = _main_container(job, template)
         _check_container(main, template, asked)
     _check_kind(job, asked)
     if asked.kind == "volcano" and asked.accelerator == "ascend":
         _check_rank_table(docs, asked)
+    elif asked.kind == "trainjob" and asked.variant.get("queue"):
+        assert [doc["kind"] for doc in docs] == ["TrainingRuntime", "TrainJob"]
     else:
         assert len(docs) == 1
 
 
-def _pods(job: dict[str, Any]) -> list[tuple[dict[str, Any], int, str | None]]:
-    """(pod template, replicas, restart policy) for each group of pods the job makes."""
+def _pods(docs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, str | None]]:
+    """(pod template, replicas, restart policy) for each group of pods the job (the last
+    document) makes; a TrainJob's pod is its own runtime's, else its patch of the stock one."""
+    job = docs[-1]
     spec = job["spec"]
     if job["kind"] == "TrainJob":
-        patch = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+        if spec["runtimeRef"]["kind"] == "TrainingRuntime":
+            patch = docs[0]["spec"]["template"]["spec"]
+        else:
+            patch = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
         node = patch["replicatedJobs"][0]["template"]["spec"]["template"]
         return [(node, spec["trainer"]["numNodes"], None)]
     if job["kind"] == "Job":
@@ -193,8 +200,10 @@ def _check_kind(job: dict[str, Any], asked: Asked) -> None:
     """The names each operator looks for."""
     spec = job["spec"]
     if asked.kind == "trainjob":
-        assert spec["runtimeRef"]["name"] == "torch-distributed"
-        assert spec["runtimeRef"]["kind"] == "ClusterTrainingRuntime"
+        # A queue makes it a Volcano gang, on a runtime of its own (the stock one has no gang).
+        own = ("TrainingRuntime", asked.name) if asked.variant.get("queue") else None
+        stock = ("ClusterTrainingRuntime", "torch-distributed")
+        assert (spec["runtimeRef"]["kind"], spec["runtimeRef"]["name"]) == (own or stock)
         assert spec["trainer"]["numProcPerNode"] == asked.devices
     elif asked.kind == "pytorchjob":
         assert spec["nprocPerNode"] == str(asked.devices)
@@ -212,7 +221,7 @@ def _check_kind(job: dict[str, Any], asked: Asked) -> None:
 
 
 def _assert_port(job: dict[str, Any], name: str) -> None:
-    for template, _, _ in _pods(job):
+    for template, _, _ in _pods([job]):
         assert [p["name"] for p in template["spec"]["containers"][0]["ports"]] == [name]
 
 
@@ -228,10 +237,11 @@ def _check_names(docs: list[dict[str, Any]], asked: Asked) -> None:
     assert len(_pod_names(docs[-1])) == asked.nnodes
 
 
-def _check_gang(job: dict[str, Any], asked: Asked) -> None:
+def _check_gang(docs: list[dict[str, Any]], asked: Asked) -> None:
     """All nodes at once: the scheduler places nnodes pods or none."""
+    job = docs[-1]
     spec = job["spec"]
-    assert sum(replicas for _, replicas, _ in _pods(job)) == asked.nnodes
+    assert sum(replicas for _, replicas, _ in _pods(docs)) == asked.nnodes
     queue = asked.variant.get("queue")
     if job["kind"] == "Job":
         assert spec["minAvailable"] == asked.nnodes
@@ -239,18 +249,25 @@ def _check_gang(job: dict[str, Any], asked: Asked) -> None:
         assert spec["queue"] == (queue or "default")
     elif job["kind"] == "TrainJob":
         assert spec["trainer"]["numNodes"] == asked.nnodes
-        annotations = job["metadata"].get("annotations", {})
-        assert annotations.get("scheduling.volcano.sh/queue-name") == queue
+        # Trainer's Volcano plugin reads the queue from the runtime's JobSet template.
+        assert "annotations" not in job["metadata"]
+        if queue:
+            runtime = docs[0]["spec"]
+            assert runtime["podGroupPolicy"] == {"volcano": {}}
+            annotations = runtime["template"]["metadata"]["annotations"]
+            assert annotations == {"scheduling.volcano.sh/queue-name": queue}
+            (pod, _, _) = _pods(docs)[0]
+            assert pod["spec"]["schedulerName"] == "volcano"
     else:
         policy = spec["runPolicy"]["schedulingPolicy"]
         assert policy["minAvailable"] == asked.nnodes
         assert policy.get("queue") == (queue or ("default" if job["kind"] == "AscendJob" else None))
 
 
-def _check_restarts(job: dict[str, Any], kind: str) -> None:
+def _check_restarts(docs: list[dict[str, Any]], kind: str) -> None:
     """A failing job fails: bounded restarts, never Always."""
-    spec = job["spec"]
-    policies = {p for _, _, p in _pods(job)}
+    spec = docs[-1]["spec"]
+    policies = {p for _, _, p in _pods(docs)}
     if kind == "trainjob":
         assert policies == {None}  # the runtime's JobSet failure policy decides
     elif kind == "volcano":
@@ -320,6 +337,8 @@ def _check_container(main: dict[str, Any], template: dict[str, Any], asked: Aske
 def _expected_command(asked: Asked) -> list[str]:
     timeout = str(asked.variant.get("join_timeout", 600))
     command = ["bash", "/app/scripts/run_8p.sh", "--cluster", asked.kind, "--join-timeout", timeout]
+    # The pod's size is said, so a pod of another size than the project's trains on its own.
+    command += ["--nproc", str(asked.devices)]
     if asked.variant.get("data_pvc"):
         command += ["--data", "/data"]
     if asked.variant.get("output_pvc"):
@@ -334,6 +353,10 @@ def _check_ascend_pod(template: dict[str, Any], mounts: list[dict], env: dict[st
     assert env["XDL_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
     assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
     assert template["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910b"
+    # ascend-for-volcano's 910B handler, and the host's network as MindCluster runs its pods.
+    assert template["spec"]["nodeSelector"] == {"accelerator-type": "module-910b-8"}
+    assert template["spec"]["hostNetwork"] is True
+    assert template["spec"]["dnsPolicy"] == "ClusterFirstWithHostNet"
 
 
 def _check_rank_table(docs: list[dict[str, Any]], asked: Asked) -> None:
@@ -343,9 +366,100 @@ def _check_rank_table(docs: list[dict[str, Any]], asked: Asked) -> None:
     assert json.loads(config_map["data"]["hccl.json"]) == {"status": "initializing"}
     ring = config_map["metadata"]["labels"]["ring-controller.atlas"]
     assert job["metadata"]["labels"]["ring-controller.atlas"] == ring
-    for template, _, _ in _pods(job):
+    for template, _, _ in _pods([job]):
         main = template["spec"]["containers"][0]
         volume = _volume(template, main["volumeMounts"], RANK_TABLE_DIR)
         assert volume["configMap"]["name"] == config_map["metadata"]["name"]
         env = {e["name"]: e.get("value") for e in main["env"]}
         assert env["RANK_TABLE_FILE"] == f"{RANK_TABLE_DIR}/hccl.json"
+
+
+# --- Trainer releases, gangs, Ascend node selection -------------------------------------------
+
+# Each Trainer release patches the stock runtime's pods through its own field (written here
+# from the releases' CRDs, tests/data/crds/trainer-v2.*), and refuses the others' fields.
+OVERRIDE_FIELDS = {
+    "2.0": "podSpecOverrides",
+    "2.1": "podTemplateOverrides",
+    "2.2+": "runtimePatches",
+}
+RELEASES = {"2.0": "trainer-v2.0", "2.1": "trainer-v2.1", "2.2+": "trainer-v2.2"}
+
+
+def _trainjob(**asked: Any) -> list[dict[str, Any]]:
+    record = Options(project="demo", framework="pytorch", target="cuda", nnodes=2)
+    request = jobs.JobRequest(kind="trainjob", image=IMAGE, data_pvc="mnist", **asked)
+    return manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
+
+
+@pytest.mark.parametrize("version", OVERRIDE_FIELDS)
+def test_a_trainjob_fits_its_trainer_release_and_no_other(version: str) -> None:
+    (job,) = _trainjob(trainer_version=version)
+    fields = [f for f in OVERRIDE_FIELDS.values() if f in job["spec"]]
+    assert fields == [OVERRIDE_FIELDS[version]]
+    assert k8s_schema.problems(job, RELEASES[version]) == []
+    for other, release in RELEASES.items():
+        if other != version:
+            found = k8s_schema.problems(job, release)
+            assert any(OVERRIDE_FIELDS[version] in p for p in found), (other, found)
+    # The data volume reaches the node container whatever the field.
+    assert '"claimName": "mnist"' in json.dumps(job["spec"][fields[0]])
+
+
+GANG_CASES = [(v, g) for v in OVERRIDE_FIELDS for g in jobs.GANGS if (v, g) != ("2.0", "volcano")]
+
+
+@pytest.mark.parametrize(("version", "gang"), GANG_CASES)
+def test_a_trainjob_gang_brings_its_own_runtime(version: str, gang: str) -> None:
+    runtime, job = _trainjob(trainer_version=version, gang=gang, join_timeout=300)
+    for doc in (runtime, job):
+        assert k8s_schema.problems(doc, RELEASES[version]) == [], doc["kind"]
+    assert job["spec"]["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "TrainingRuntime",
+        "name": runtime["metadata"]["name"],
+    }
+    assert not [f for f in OVERRIDE_FIELDS.values() if f in job["spec"]]
+    policy = runtime["spec"]["podGroupPolicy"]
+    (node,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    assert node["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+    }
+    pod = node["template"]["spec"]["template"]["spec"]
+    if gang == "volcano":
+        assert policy == {"volcano": {}} and pod["schedulerName"] == "volcano"
+    else:
+        # The gang may wait to be placed whole as long as the ranks wait to meet.
+        assert policy == {"coscheduling": {"scheduleTimeoutSeconds": 300}}
+        assert pod["schedulerName"] == "scheduler-plugins-scheduler"
+    assert pod["securityContext"]["fsGroup"] == 1000
+    torch = runtime["spec"]["mlPolicy"]["torch"]
+    assert torch == ({} if version == "2.2+" else {"numProcPerNode": 8})
+
+
+def test_an_a3_job_takes_whole_16_npu_nodes_as_one_super_pod() -> None:
+    record = Options(project="demo", framework="mindspore", target="ascend", chip="910_93")
+    for kind in ("ascendjob", "volcano"):
+        request = jobs.JobRequest(kind=kind, image=IMAGE, nnodes=3, devices_per_node=16)
+        docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
+        job = docs[-1]
+        assert job["metadata"]["annotations"] == {"sp-block": "48"}
+        for template, _, _ in _pods(docs):
+            assert template["spec"]["nodeSelector"] == {
+                "accelerator-type": "module-a3-16-super-pod"
+            }
+            resources = template["spec"]["containers"][0]["resources"]
+            assert resources["limits"] == {"huawei.com/Ascend910": 16}
+        for doc in docs:
+            assert k8s_schema.problems(doc) == []
+
+
+@pytest.mark.parametrize(("chip", "label"), [("910", "module"), ("910b", "module-910b-8")])
+def test_ascend_nodes_are_selected_by_chip_unless_told(chip: str, label: str) -> None:
+    record = Options(project="demo", framework="pytorch", target="ascend")
+    for asked, expected in (({}, label), ({"accelerator_type": "module-a3-16"}, "module-a3-16")):
+        request = jobs.JobRequest(kind="ascendjob", image=IMAGE, chip=chip, **asked)
+        docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
+        for template, _, _ in _pods(docs):
+            assert template["spec"]["nodeSelector"] == {"accelerator-type": expected}
+        assert "annotations" not in docs[-1]["metadata"]  # sp-block is A3's alone

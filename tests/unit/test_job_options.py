@@ -54,6 +54,21 @@ BAD_VALUES = [
     ({"image": "Registry.example.com/Team/demo:1"}, "--image", "not an image reference"),
     ({"image": "demo@sha256:abc"}, "--image", "not an image reference"),
     ({"kind": "ascendjob", "chip": "310"}, "--chip", "910, 910b, 910_93"),
+    (
+        {"kind": "ascendjob", "devices_per_node": 16},
+        "--devices-per-node",
+        "16 only on --chip 910_93",
+    ),
+    ({"kind": "ascendjob", "chip": "910_93", "devices_per_node": 32}, "--devices-per-node", "16"),
+    ({"kind": "ascendjob", "accelerator_type": "a3"}, "--accelerator-type", "module-910b-8"),
+    ({"kind": "pytorchjob", "accelerator_type": "module"}, "--accelerator-type", "runs on cuda"),
+    ({"kind": "pytorchjob", "trainer_version": "2.1"}, "--trainer-version", "--kind trainjob"),
+    ({"kind": "trainjob", "trainer_version": "2.3"}, "--trainer-version", "2.0, 2.1, 2.2+"),
+    ({"kind": "ascendjob", "gang": "volcano"}, "--gang", "gangs already"),
+    ({"kind": "trainjob", "gang": "kueue"}, "--gang", "volcano, coscheduling"),
+    ({"kind": "trainjob", "gang": "coscheduling", "queue": "q"}, "--queue", "no"),
+    ({"kind": "trainjob", "trainer_version": "2.0", "queue": "q"}, "--queue", "came in v2.1"),
+    ({"kind": "trainjob", "trainer_version": "2.0", "gang": "volcano"}, "--gang", "coscheduling"),
 ]
 
 

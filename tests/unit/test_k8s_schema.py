@@ -91,7 +91,13 @@ def test_a_config_map_is_checked_against_the_core_schema() -> None:
 
 
 def test_every_crd_file_keeps_its_provenance_line() -> None:
-    found = k8s_schema.crds()
-    assert {kind for _, kind in found} == {"TrainJob", "PyTorchJob", "Job", "AscendJob"}
-    for crd in found.values():
-        assert " @ " in crd.provenance and "Apache-2.0" in crd.provenance, crd.path
+    kinds = {"TrainJob", "TrainingRuntime", "PyTorchJob", "Job", "AscendJob"}
+    for release in ("", "trainer-v2.0", "trainer-v2.1", "trainer-v2.2"):
+        found = k8s_schema.crds(release)
+        # Each release directory also keeps its ClusterTrainingRuntime, for reference.
+        assert {kind for _, kind in found} - {"ClusterTrainingRuntime"} == kinds, release
+        for crd in found.values():
+            assert " @ " in crd.provenance and "Apache-2.0" in crd.provenance, crd.path
+            if release and crd.kind.startswith("Train"):
+                assert crd.path.parent.name == release
+                assert f"@ v{release.removeprefix('trainer-v')}." in crd.provenance

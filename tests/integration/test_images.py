@@ -73,6 +73,18 @@ def test_build_then_smoke(
         assert "NPU stack absent" in result.stdout
     outputs = project / "output" / f"smoke-{target}"
     assert (outputs / "metrics.jsonl").is_file() and (outputs / "artifacts.json").is_file()
+    assert_default_output_is_writable(docker_engine, tag, image.user)
+
+
+def assert_default_output_is_writable(docker_engine: engine.Engine, tag: str, user: str) -> None:
+    """A job without an output volume trains into the launchers' default, /app/output, as the
+    image's own user (no --user): the directory must be that user's, not root's."""
+    script = "bash scripts/run_1p.sh -- --smoke && ls output && id -un"
+    spec = engine.ContainerSpec(tag, ["bash", "-c", script])
+    result = docker_engine.run(spec, timeout_s=600, on_line=lambda line: None)
+    assert result.exit_code == 0, result.log[-30:]
+    assert any(line.endswith((".pt", ".ckpt")) for line in result.log), result.log[-30:]
+    assert result.log[-1] == {"1000:1000": "train"}.get(user, user), (user, result.log[-3:])
 
 
 def test_errors_are_one_clear_message(

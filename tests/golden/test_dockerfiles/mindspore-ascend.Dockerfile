@@ -58,7 +58,10 @@ RUN { getent group HwHiAiUser >/dev/null \
     && { id -u HwHiAiUser >/dev/null 2>&1 \
         || useradd --create-home --non-unique --uid "$HWHIAI_UID" --gid HwHiAiUser HwHiAiUser; }
 ENV PATH=/opt/venv/bin:$PATH
+# The launchers write to /app/output unless told otherwise (a job's volume): it and the
+# directory the ranks run in belong to the run-as user, not to root as WORKDIR makes them.
 WORKDIR /app
+RUN mkdir -p /app/output && chown HwHiAiUser:HwHiAiUser /app /app/output
 # By name: a CANN base may already define HwHiAiUser with its own uid.
 # hadolint ignore=DL3066
 USER HwHiAiUser

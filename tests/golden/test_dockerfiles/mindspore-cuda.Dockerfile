@@ -49,7 +49,10 @@ FROM python AS runtime
 COPY --from=deps /opt/venv /opt/venv
 RUN useradd --create-home --uid 1000 --user-group train
 ENV PATH=/opt/venv/bin:$PATH
+# The launchers write to /app/output unless told otherwise (a job's volume): it and the
+# directory the ranks run in belong to the run-as user, not to root as WORKDIR makes them.
 WORKDIR /app
+RUN mkdir -p /app/output && chown train:train /app /app/output
 USER 1000:1000
 # env.sh sets the NCCL variables before the command runs.
 ENTRYPOINT ["/bin/bash", "-c", ". /app/env.sh && exec \"$@\"", "--"]

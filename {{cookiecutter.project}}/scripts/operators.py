@@ -53,10 +53,11 @@ ASCEND_PYTORCH = {
     "WORLD_SIZE": "--nnodes",  # divided by LOCAL_WORLD_SIZE
     "LOCAL_RANK": None,  # checked: as many ids as LOCAL_WORLD_SIZE
 }
-MS_ROLE = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM", "MS_LOCAL_WORKER")
+# msrun gives each process its own role and rank: the pod's would make every worker a scheduler.
+MSRUN_OWN = tuple(ASCEND_MINDSPORE) + ("MS_ROLE",)
 # KIND -> {LAUNCHER: (source, variables -> options, variables the started processes lose)}.
-# Per-device starts (ranktable) never pass on a pod's torch variables: each process gets
-# its own RANK_ID and DEVICE_ID, and a pod-wide WORLD_SIZE would override them.
+# Per-device starts (ranktable) never pass on a pod's torch variables either: each process
+# gets its own RANK_ID and DEVICE_ID (run_ranktable.sh unsets WORLD_SIZE, RANK, LOCAL_RANK).
 INJECTED = {
     "trainjob": {"torchrun": (TRAINER, PET, ())},
     "pytorchjob": {"torchrun": (TRAINING_OPERATOR, PET, ())},
@@ -67,7 +68,7 @@ INJECTED = {
         "ranktable": (VOLCANO, {"MASTER_PORT": "--master-port"}, ("MASTER_ADDR",)),
     },
     "ascendjob": {
-        "msrun": (ASCEND_OPERATOR, ASCEND_MINDSPORE, MS_ROLE + ("MS_NODE_RANK",)),
+        "msrun": (ASCEND_OPERATOR, ASCEND_MINDSPORE, MSRUN_OWN),
         # No table is mounted: the ranks meet at the master, not by an image's own table.
         "ranktable": (ASCEND_OPERATOR, ASCEND_PYTORCH, ("RANK_TABLE_FILE",)),
     },
@@ -110,7 +111,7 @@ def shape(kind, launcher):
     launcher = LAUNCHERS.get(kind, launcher)
     contracts = INJECTED.get(kind)
     if contracts is None:
-        raise PodError(f"--cluster {kind}: not a kind; choose one of {', '.join(INJECTED)}")
+        raise PodError(f"not a kind; choose one of {', '.join(INJECTED)}")
     if launcher not in contracts:
         raise PodError(f"the {launcher} launcher does not run {kind} pods")
     source, variables, cleared = contracts[launcher]

@@ -143,8 +143,9 @@ def test_plain_docker_build_builds_the_whole_dockerfile_without_gen(
         "-c",
         "import os; print(sorted(os.listdir('/app')))",
     )
+    # output/: the launchers' default, made the run-as user's before the code arrives.
     assert listing == str(
-        ["config.yaml", "env.sh", "requirements.txt", "scripts", "src", "train.py"]
+        ["config.yaml", "env.sh", "output", "requirements.txt", "scripts", "src", "train.py"]
     )
     image = docker_engine.require_image("plain:docker", "just built")
     assert image.labels["org.opencontainers.image.title"] == "plain" and not image.runs_as_root

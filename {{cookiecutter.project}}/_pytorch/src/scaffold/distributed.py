@@ -46,7 +46,7 @@ def _rank_zero_server(table: Path) -> str:
     try:
         data = json.loads(table.read_text(encoding="utf-8"))
         if "server_list" in data:
-            servers = [(s["server_id"], s["device"]) for s in data["server_list"]]
+            servers = [(s["server_id"], s.get("device", [])) for s in data["server_list"]]
         else:
             servers = [(i["server_id"], [i]) for i in data["group_list"][0]["instance_list"]]
         zero = [sid for sid, listed in servers if any(str(d.get("rank_id")) == "0" for d in listed)]

@@ -51,6 +51,7 @@ def bucket(tmp_path: Path, digits_dir: Path) -> dict[str, str]:
         "FAKE_MOXING_LOG": str(tmp_path / "copies.log"),
         "TRAIN_CACHE_DIR": str(tmp_path / "cache"),
         "TRAIN_UPLOAD_BACKOFF": "0.05",
+        "TRAIN_DOWNLOAD_BACKOFF": "0.05",
     }
 
 
@@ -352,6 +353,34 @@ def test_a_failed_copy_fails_every_process_fast(pytorch_project: Path, bucket) -
     copy = f"copying obs://bucket/digits to {Path(bucket['TRAIN_CACHE_DIR']) / 'data'} failed"
     for result in results:
         assert_one_line_exit_2(result, copy, "NoSuchKey")
+
+
+@pytest.mark.parametrize(("retries", "code"), [("", 0), ("1", 2)], ids=["default", "1 retry"])
+def test_a_failed_download_is_retried(
+    pytorch_project: Path, bucket, tmp_path: Path, retries: str, code: int
+) -> None:
+    # The store fails the dataset's first two copies: the default's 3 attempts get it.
+    env = {**bucket, "FAKE_MOXING_FAIL": "digits", "FAKE_MOXING_FAILS": "2"}
+    args = ["--smoke", "--data_url", "obs://bucket/digits", "--train_url", str(tmp_path / "o")]
+    result = run(
+        pytorch_project, "train.py", *args, env=clean_env(**env, TRAIN_DOWNLOAD_RETRIES=retries)
+    )
+    assert result.returncode == code, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "download failed (attempt 1 of " in result.stdout
+    tries = [line for line in copies(bucket) if line.startswith("obs://bucket/digits -> ")]
+    assert len(tries) == (3 if code == 0 else 2)
+    if code:
+        assert_one_line_exit_2(result, "NoSuchKey", "(gave up after 2 attempts)")
+
+
+@pytest.mark.parametrize("name", ["TRAIN_UPLOAD_RETRIES", "TRAIN_DOWNLOAD_BACKOFF"])
+def test_a_bad_retry_setting_stops_the_run_before_any_copy(
+    pytorch_project: Path, bucket, name: str
+) -> None:
+    args = ["--smoke", "--data_url", "obs://bucket/digits", "--train_url", "obs://bucket/out"]
+    result = run(pytorch_project, "train.py", *args, env=clean_env(**{**bucket, name: "abc"}))
+    assert_one_line_exit_2(result, f"{name} must be ", "not 'abc'")
+    assert copies(bucket) == []
 
 
 def test_a_waiting_process_gives_up_at_its_timeout(pytorch_project: Path, bucket) -> None:

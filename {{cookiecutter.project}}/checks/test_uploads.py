@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from src.scaffold.errors import StorageError
+from src.scaffold.errors import ConfigError, StorageError
+from src.scaffold.retry import Retry
 from src.scaffold.uploads import Uploader
 
 
@@ -109,3 +110,49 @@ def test_fetched_files_are_not_sent_back(dirs: tuple[Path, Path]) -> None:
 
 def test_no_remote_means_nothing_to_do(tmp_path: Path) -> None:
     assert Uploader(tmp_path, None).sync(final=True)
+
+
+def test_no_retries_means_one_attempt_and_the_final_failure_still_fails(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAIN_UPLOAD_RETRIES", "0")
+    remote = Bucket(dirs[1], failures=1)
+    (dirs[0] / "record.json").write_text("{}")
+    with pytest.raises(StorageError, match=r"gave up after 1 attempt\)"):
+        Uploader(dirs[0], remote).sync(final=True)
+    assert remote.failures == 0 and not (dirs[1] / "record.json").exists()
+
+
+@pytest.mark.parametrize("retries", ["1", "4"])
+def test_retries_count_after_the_first_attempt(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, retries: str
+) -> None:
+    monkeypatch.setenv("TRAIN_UPLOAD_RETRIES", retries)
+    policy = Retry.read("UPLOAD")
+    assert policy.attempts == int(retries) + 1
+    assert policy.waits() == [0.01 * 2**n for n in range(int(retries))]
+    (dirs[0] / "record.json").write_text("{}")
+    # As many failures as retries: the last attempt gets through.
+    assert Uploader(dirs[0], Bucket(dirs[1], failures=int(retries)), policy).sync(final=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("TRAIN_UPLOAD_RETRIES", "abc", "a whole number of retries (0: try once), 0 or more"),
+        ("TRAIN_UPLOAD_RETRIES", "-1", "a whole number of retries"),
+        ("TRAIN_UPLOAD_RETRIES", "1.5", "a whole number of retries"),
+        ("TRAIN_DOWNLOAD_RETRIES", "many", "a whole number of retries"),
+        ("TRAIN_UPLOAD_BACKOFF", "soon", "must be seconds, 0 or more"),
+        ("TRAIN_DOWNLOAD_BACKOFF", "nan", "must be seconds, 0 or more"),
+    ],
+)
+def test_a_bad_retry_setting_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, says: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as caught:
+        Retry.read(name.split("_")[1])
+    said = str(caught.value)
+    assert said.startswith(f"{name} must be ") and said.endswith(f", not {value!r}")
+    assert says in said and "\n" not in said

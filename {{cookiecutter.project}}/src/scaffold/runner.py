@@ -231,7 +231,9 @@ def run(cfg: Config) -> None:
             if backend.rank == 0:
                 # Before anything is written: a new run never mixes with another's outputs.
                 _check_fresh(cfg, where)
-            uploader = Uploader(where.output, where.remote) if backend.rank == 0 else None
+            uploader = (
+                Uploader(where.output, where.remote, where.uploads) if backend.rank == 0 else None
+            )
             try:
                 _train(cfg, where, backend, uploader)
             except BaseException:

@@ -8,7 +8,8 @@ Chosen by what the job's environment holds; flags given on the command line win:
   <cache>/output and uploaded to --train_url (src/scaffold/uploads.py);
 * anything else: local directories, used as they are.
 The cache is /cache unless TRAIN_CACHE_DIR says otherwise; a process waiting for
-its node's copier gives up after TRAIN_STAGE_TIMEOUT seconds (default 1800).
+its node's copier gives up after TRAIN_STAGE_TIMEOUT seconds (default 1800). A failed
+download or upload is retried as src/scaffold/retry.py says.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from src.scaffold import c2net, obs
 from src.scaffold.config import Config
 from src.scaffold.errors import ConfigError
 from src.scaffold.once import Once
+from src.scaffold.retry import Retry
 from src.scaffold.uploads import C2netRemote, ObsRemote, Remote
 
 CACHE_ENV = "TRAIN_CACHE_DIR"
@@ -39,6 +41,7 @@ class Storage:
     pretrained: Path | None = None
     tensorboard: Path | None = None
     remote: Remote | None = None
+    uploads: Retry | None = None
 
 
 def cache_root() -> Path:
@@ -65,19 +68,22 @@ def stage_timeout() -> float:
 def prepare(cfg: Config) -> Storage:
     """Bring the dataset (and pretrained weights) onto this node, once per node, and decide
     where outputs are written and uploaded."""
-    if c2net.active():
-        return _c2net(cfg)
-    return _flags(cfg)
+    # Both read first: a bad retry setting stops the run before any copy.
+    uploads, downloads = Retry.read("UPLOAD"), Retry.read("DOWNLOAD")
+    where = _c2net(cfg, downloads) if c2net.active() else _flags(cfg, downloads)
+    return replace(where, uploads=uploads)
 
 
-def _flags(cfg: Config) -> Storage:
+def _flags(cfg: Config, downloads: Retry) -> Storage:
     data, output, remote = cfg.data_url, cfg.train_url, None
     if obs.is_url(data):
         url = str(data)
         obs.require_moxing(f"data_url {url}")
         data = cache_root() / "data"
         Once(data.parent, "data", url).run(
-            lambda: obs.copy(url, str(data)), f"copy {url} to {data}", stage_timeout()
+            lambda: downloads.run(lambda: obs.copy(url, str(data)), "download"),
+            f"copy {url} to {data}",
+            stage_timeout(),
         )
     if obs.is_url(output):
         obs.require_moxing(f"train_url {output}")
@@ -86,13 +92,15 @@ def _flags(cfg: Config) -> Storage:
     return Storage(Path(data), Path(output), cfg.pretrained, None, remote)
 
 
-def _c2net(cfg: Config) -> Storage:
+def _c2net(cfg: Config, downloads: Retry) -> Storage:
     env = c2net.C2netEnv.read()
     # What the job asks for: c2net's own cache files say when it was fetched already.
     key = json.dumps([os.environ.get(v) for v in ("DATASET_URL", "PRETRAIN_MODEL_URL")])
     marks = cache_root()
     Once(marks, "c2net-prepare", key).run(
-        lambda: c2net.prepare(env), "fetch the C2Net data", stage_timeout()
+        lambda: downloads.run(lambda: c2net.prepare(env), "download"),
+        "fetch the C2Net data",
+        stage_timeout(),
     )
     data = cfg.data_url if "data_url" in cfg.given or env.dataset is None else env.dataset
     output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output

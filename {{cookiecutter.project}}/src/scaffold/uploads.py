@@ -10,17 +10,14 @@ upload must succeed, or the job fails; only then is it reported done.
 from __future__ import annotations
 
 import logging
-import os
-import time
 from pathlib import Path
 from typing import Protocol
 
 from src.scaffold import c2net, obs
 from src.scaffold.errors import StorageError
+from src.scaffold.retry import Retry
 
 log = logging.getLogger(__name__)
-RETRIES_ENV = "TRAIN_UPLOAD_RETRIES"
-BACKOFF_ENV = "TRAIN_UPLOAD_BACKOFF"
 
 
 class Remote(Protocol):
@@ -102,11 +99,10 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
 class Uploader:
     """Keeps a remote copy of the local output directory (rank 0 only)."""
 
-    def __init__(self, local: Path, remote: Remote | None) -> None:
+    def __init__(self, local: Path, remote: Remote | None, retry: Retry | None = None) -> None:
         self.local, self.remote = local, remote
         self.sent: dict[str, tuple[int, int]] = {}
-        self.retries = int(os.environ.get(RETRIES_ENV) or 3)
-        self.backoff = float(os.environ.get(BACKOFF_ENV) or 2)
+        self.retry = retry or Retry.read("UPLOAD")
 
     def mark_present(self, names: list[str]) -> None:
         """Files fetched from the remote (a resumed run): they need not go up again."""
@@ -130,21 +126,13 @@ class Uploader:
         sync raises StorageError when every retry failed. True when the remote is up to date."""
         if self.remote is None:
             return True
-        wait = self.backoff
-        for attempt in range(1, self.retries + 1):
-            try:
-                count = self._once()
-            except StorageError as err:
-                if attempt == self.retries:
-                    if final:
-                        raise StorageError(f"{err} (gave up after {attempt} attempts)") from err
-                    log.warning("upload failed, trying again after the next epoch: %s", err)
-                    return False
-                log.warning("upload failed (attempt %d of %d): %s", attempt, self.retries, err)
-                time.sleep(wait)
-                wait *= 2
-                continue
+        try:
+            count = self.retry.run(self._once, "upload")
+        except StorageError as err:
             if final:
-                log.info("outputs uploaded to %s (%d file(s) this time)", self.remote.where, count)
-            return True
-        return False
+                raise
+            log.warning("upload failed, trying again after the next epoch: %s", err)
+            return False
+        if final:
+            log.info("outputs uploaded to %s (%d file(s) this time)", self.remote.where, count)
+        return True

@@ -32,9 +32,10 @@ def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
     return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
 
 
-def image_entry(framework: object, target: object) -> dict[str, object]:
-    """The catalogue's default base image and pins for (target, framework), as data."""
-    return _catalog().default(str(target), str(framework)).as_dict()
+def image_entry(framework: object, target: object, chip: object = None) -> dict[str, object]:
+    """The catalogue's default base image and pins for (target, framework), and on Ascend
+    for the project's chip, as data."""
+    return _catalog().default(str(target), str(framework), chip and str(chip)).as_dict()
 
 
 @lru_cache(maxsize=1)

@@ -14,6 +14,10 @@ from generator.options import FRAMEWORKS
 TARGETS = ("cuda", "ascend")
 # The chip names ascendai/cann tags use: Ascend 910, Atlas A2 (910B), Atlas A3.
 CHIPS = ("910", "910b", "a3")
+# A project's --chip (its rank-table rules, generator/options.py) as those tags name it.
+TAG_CHIP = {"910": "910", "910b": "910b", "910_93": "a3"}
+# The key of a target's default: (target, framework, tag chip); CUDA has no chip.
+DefaultKey = tuple[str, str, str | None]
 # What a framework's version is called in messages: the package users pin.
 LABELS = {"pytorch": "torch", "mindspore": "mindspore"}
 # What users may type for a Python (3.10, 3.10.12, py3.10); the file says exactly 3.10.
@@ -96,7 +100,7 @@ class Catalog:
     """The entries by id, the default id per (target, framework), and each OS's python3."""
 
     entries: dict[str, Entry]
-    defaults: dict[tuple[str, str], str]
+    defaults: dict[DefaultKey, str]
     os_python: dict[str, tuple[str, ...]]
 
     def entry(self, entry_id: str) -> Entry:
@@ -105,8 +109,9 @@ class Catalog:
             raise CatalogError(f"unknown base image {entry_id!r}; {hint}")
         return self.entries[entry_id]
 
-    def candidates(self, target: str, framework: str) -> list[Entry]:
-        """The entries for ``target`` that pin ``framework``, in file order."""
+    def candidates(self, target: str, framework: str, chip: str | None = None) -> list[Entry]:
+        """The entries for ``target`` (and Ascend ``chip``) that pin ``framework``, in file
+        order."""
         _choice("target", target, TARGETS)
         _choice("framework", framework, FRAMEWORKS)
         found = [e for e in self.entries.values() if e.target == target and e.pin(framework)]
@@ -115,12 +120,23 @@ class Catalog:
             raise CatalogError(
                 f"no {target} base image has {framework}; it exists for: {', '.join(others)}"
             )
-        return found
+        chip = _chip(target, chip)
+        if chip is None:
+            return found
+        mine = [e for e in found if e.chip == chip]
+        if not mine:
+            chips = ", ".join(sorted({str(e.chip) for e in found}))
+            raise CatalogError(
+                f"no {target} base image for chip {chip} has {framework} ({chips} do)"
+            )
+        return mine
 
-    def default(self, target: str, framework: str) -> Entry:
-        """The entry used when nothing more is asked for (``defaults:`` in the file)."""
-        self.candidates(target, framework)
-        return self.entry(self.defaults[target, framework])
+    def default(self, target: str, framework: str, chip: str | None = None) -> Entry:
+        """The entry used when nothing more is asked for (``defaults:`` in the file); an
+        Ascend base is the chip's own (910b when none is named)."""
+        chip = _chip(target, chip or "910b")
+        self.candidates(target, framework, chip)
+        return self.entry(self.defaults[target, framework, chip])
 
     def resolve(
         self,
@@ -129,13 +145,17 @@ class Catalog:
         python: str | None = None,
         framework_version: str | None = None,
         entry_id: str | None = None,
+        chip: str | None = None,
     ) -> Entry:
         """The entry fitting every given choice (None: any); the default wins among several.
 
-        ``framework_version`` may be a prefix (``2.4`` matches torch 2.4.1). Raises
-        CatalogError with one line: what does not fit, and the nearest valid choice.
+        ``framework_version`` may be a prefix (``2.4`` matches torch 2.4.1). ``chip`` (a
+        project's --chip or a tag's) keeps Ascend bases to that chip's. Raises CatalogError
+        with one line: what does not fit, and the nearest valid choice.
         """
-        found = self.candidates(target, framework)
+        chip = _chip(target, chip)
+        found = self.candidates(target, framework, chip)
+        where = f"{target} {chip}" if chip else target  # "ascend a3" in messages
         label = LABELS[framework]
         py = None if python is None else _python(python)
         version = None if framework_version is None else _version(label, framework_version)
@@ -144,9 +164,10 @@ class Catalog:
         if entry_id is not None:
             entry = self.entry(entry_id)
             if entry not in found:
+                what = f"{target} with {framework}" + (f" on chip {chip}" if chip else "")
                 raise CatalogError(
-                    f"{entry.id} is not a base for {target} with {framework}; "
-                    f"use {self.default(target, framework).describe(framework)}"
+                    f"{entry.id} is not a base for {what}; "
+                    f"use {self.default(target, framework, chip).describe(framework)}"
                 )
             if entry in fits:
                 return entry
@@ -154,21 +175,21 @@ class Catalog:
                 part for part in (version and f"{label} {version}", py and f"Python {py}") if part
             )
             hint = (
-                f"use {self._pick(fits, target, framework).describe(framework)}"
+                f"use {self._pick(fits, target, framework, chip).describe(framework)}"
                 if fits
-                else _no_fit(found, by_py, target, framework, py, version)
+                else _no_fit(found, by_py, where, framework, py, version)
             )
             raise CatalogError(
                 f"{entry.id} has {label} {entry.version(framework)} on Python {entry.python}, "
                 f"not {asked}; {hint}"
             )
         if fits:
-            return self._pick(fits, target, framework)
-        raise CatalogError(_no_fit(found, by_py, target, framework, py, version))
+            return self._pick(fits, target, framework, chip)
+        raise CatalogError(_no_fit(found, by_py, where, framework, py, version))
 
-    def _pick(self, fits: list[Entry], target: str, framework: str) -> Entry:
+    def _pick(self, fits: list[Entry], target: str, framework: str, chip: str | None) -> Entry:
         """The default if it fits, else the newest framework version."""
-        default = self.defaults.get((target, framework))
+        default = self.defaults.get((target, framework, _chip(target, chip or "910b")))
         newest = max(fits, key=lambda e: _release(e.version(framework)))
         return next((e for e in fits if e.id == default), newest)
 
@@ -202,6 +223,16 @@ def _no_fit(
         f"{label} {version} has no {target} build in the catalogue; "
         f"nearest: {near.describe(framework)}"
     )
+
+
+def _chip(target: str, chip: str | None) -> str | None:
+    """The tag's name for an Ascend chip, given as a project's --chip or as a tag's; None
+    for CUDA, or when none is named."""
+    if target != "ascend" or chip is None:
+        return None
+    chip = TAG_CHIP.get(chip, chip)
+    _choice("chip", chip, CHIPS)
+    return chip
 
 
 def _choice(name: str, value: str, allowed: Iterable[str]) -> None:

@@ -10,9 +10,11 @@ from typing import Any
 import yaml
 
 from generator.catalog.model import (
+    CHIPS,
     FILE_PYTHON_RE,
     TARGETS,
     Catalog,
+    DefaultKey,
     Entry,
     MindsporePin,
     PytorchPin,
@@ -85,10 +87,17 @@ def parse(data: object) -> Catalog:
     """The catalogue a YAML document holds; CatalogError names the first malformed field."""
     top = _mapping(data, "top level", ("os_python", "defaults", "entries"))
     os_python = _mapping(top.get("os_python"), "os_python")
-    defaults = {}
+    defaults: dict[DefaultKey, str] = {}
     for target, choices in _mapping(top.get("defaults"), "defaults", TARGETS).items():
         choices = _mapping(choices, f"defaults.{target}", FRAMEWORKS)
-        defaults.update({(target, fw): _text(choices, fw, f"defaults.{target}") for fw in choices})
+        for fw in choices:
+            if target == "cuda":
+                defaults[target, fw, None] = _text(choices, fw, f"defaults.{target}")
+                continue
+            # Ascend: one per chip (CANN images are built for one chip).
+            by_chip = _mapping(choices[fw], f"defaults.{target}.{fw}", CHIPS)
+            for chip in by_chip:
+                defaults[target, fw, chip] = _text(by_chip, chip, f"defaults.{target}.{fw}")
     entries = _mapping(top.get("entries"), "entries")
     if not entries:
         raise CatalogError("entries: empty; a catalogue needs at least one base image")

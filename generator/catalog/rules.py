@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from generator.catalog.model import CHIPS, IMAGE_RE, LABELS, TARGETS, Catalog, Entry, did_you_mean
+from generator.catalog.model import CHIPS, IMAGE_RE, LABELS, Catalog, Entry, did_you_mean
 from generator.options import FRAMEWORKS
 
 
 def problems(catalog: Catalog) -> list[str]:
     """Every consistency rule the catalogue breaks, one line each (empty when sound)."""
     found = [line for e in catalog.entries.values() for line in _entry_problems(e, catalog)]
-    for (target, framework), entry_id in catalog.defaults.items():
-        where = f"defaults.{target}.{framework}"
+    for (target, framework, chip), entry_id in catalog.defaults.items():
+        where = f"defaults.{target}.{framework}" + (f".{chip}" if chip else "")
         entry = catalog.entries.get(entry_id)
         if entry is None:
             hint = did_you_mean(entry_id, catalog.entries)
             found.append(f"{where}: no entry {entry_id!r}; {hint}")
-        elif entry.target != target or entry.pin(framework) is None:
-            found.append(f"{where}: {entry_id} is not a base for {target} with {framework}")
-    for target in TARGETS:
+        elif entry.target != target or entry.pin(framework) is None or entry.chip != chip:
+            what = f"{target} with {framework}" + (f" on chip {chip}" if chip else "")
+            found.append(f"{where}: {entry_id} is not a base for {what}")
+    for entry in catalog.entries.values():
         for framework in FRAMEWORKS:
-            has = any(e.target == target and e.pin(framework) for e in catalog.entries.values())
-            if has and (target, framework) not in catalog.defaults:
-                found.append(f"defaults.{target}.{framework}: missing, though entries have it")
+            key = (entry.target, framework, entry.chip)
+            if entry.pin(framework) and key not in catalog.defaults:
+                where = ".".join(part for part in key if part)
+                found.append(f"defaults.{where}: missing, though entries have it")
     return found
 
 

@@ -144,6 +144,7 @@ def plan_build(request: BuildRequest) -> BuildPlan:
         options.framework,
         framework_version=request.framework_version,
         entry_id=request.catalog_entry,
+        chip=options.chip,
     )
     if request.catalog_entry or request.framework_version:
         args.update(framework_args(entry, options.framework))

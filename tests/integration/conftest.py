@@ -138,10 +138,16 @@ def build_image(
     return gen("image", "build", "--target", target, *args, cwd=cwd, env=env)
 
 
-def build_args(framework: str, wheelhouse: Path) -> list[str]:
+def build_args(framework: str, wheelhouse: Path, target: str = "cuda") -> list[str]:
     """Build the project's own Dockerfile on the stand-in base, offline; gen finds the
-    stand-in's Python itself."""
-    return small_build_args(wheelhouse, PINS[framework])
+    stand-in's Python itself. A PyTorch Ascend image is built without torch_npu, on purpose
+    (NO_NPU): there is none for the stand-in's CPU."""
+    extra = NO_NPU if (framework, target) == ("pytorch", "ascend") else []
+    return [*small_build_args(wheelhouse, PINS[framework]), *extra]
+
+
+# An Ascend PyTorch image without torch_npu must be asked for: a failed install fails.
+NO_NPU = ["--build-arg", "NPU_EXTRA="]
 
 
 # A dependency image in seconds: two small wheels instead of a framework.

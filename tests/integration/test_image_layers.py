@@ -20,6 +20,7 @@ from generator.image.build import KEY_LABEL
 from generator.options import Options
 from tests.conftest import gen
 from tests.integration.conftest import (
+    NO_NPU,
     STANDIN_BASE,
     build_image,
     commit_all,
@@ -155,11 +156,18 @@ def test_ascend_user_takes_its_ids_from_build_arguments(
     tmp_path: Path, docker_engine: engine.Engine, small_wheelhouse: Path, created: None
 ) -> None:
     project = small_project(Options("ids", target="ascend"), tmp_path)
-    default = _built(_build(project, small_wheelhouse, "ascend").stdout)[2]
+    # torch_npu is not in the wheelhouse: the build fails rather than leave it out.
+    failed = gen(
+        "image", "build", "--target", "ascend", *small_build_args(small_wheelhouse), cwd=project
+    )
+    first = failed.stderr.splitlines()[0]
+    assert failed.returncode == 1 and first.startswith("error: build failed at Step "), first
+    assert "$NPU_EXTRA" in first and "torch_npu==" in failed.stderr
+    default = _built(_build(project, small_wheelhouse, "ascend", *NO_NPU).stdout)[2]
     expected = "uid=1000(HwHiAiUser) gid=1000(HwHiAiUser) groups=1000(HwHiAiUser)"
     assert _run(docker_engine, default, "id", "HwHiAiUser") == expected
     ids = ("--build-arg", "HWHIAI_UID=1234", "--build-arg", "HWHIAI_GID=2345", "--tag", "ids:own")
-    _build(project, small_wheelhouse, "ascend", *ids)
+    _build(project, small_wheelhouse, "ascend", *NO_NPU, *ids)
     expected = "uid=1234(HwHiAiUser) gid=2345(HwHiAiUser) groups=2345(HwHiAiUser)"
     assert _run(docker_engine, "ids:own", "id", "HwHiAiUser") == expected
     assert _run(docker_engine, "ids:own", "id", "-un") == "HwHiAiUser"

@@ -42,7 +42,7 @@ def test_build_then_smoke(
         "build",
         "--target",
         target,
-        *build_args(framework, wheelhouses[framework]),
+        *build_args(framework, wheelhouses[framework], target),
         cwd=project,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -69,6 +69,9 @@ def test_build_then_smoke(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "no GPU or NPU: running on the CPU" in result.stdout
     assert "passed" in result.stdout
+    # An accelerator's image started without its devices says so (TRAIN_ACCELERATOR).
+    name = {"cuda": "CUDA GPUs", "ascend": "Ascend NPUs"}[target]
+    assert f"WARNING this image is built for {name}" in result.stdout
     if framework == "pytorch" and target == "ascend":
         assert "NPU stack absent" in result.stdout
     outputs = project / "output" / f"smoke-{target}"

@@ -9,13 +9,15 @@ import pytest
 
 from generator.image.dockerfile import instructions, split
 from generator.project import template_dir
-from tests.conftest import RenderProject
+from tests.conftest import RenderProject, gen
 
 FRAMEWORKS = ("pytorch", "mindspore")
 TARGETS = ("cuda", "ascend")
+CHIPS = ("910", "910b", "910_93")
 GOLDEN_CASES = [
     *(f"{framework}-{target}.Dockerfile" for framework in FRAMEWORKS for target in TARGETS),
     *(f"code-{framework}-{target}.Dockerfile" for framework in FRAMEWORKS for target in TARGETS),
+    *(f"dry-run-{framework}-{chip}.txt" for framework in FRAMEWORKS for chip in CHIPS),
 ]
 
 
@@ -85,3 +87,22 @@ def test_both_dockerfiles_are_one_template_that_never_reaches_a_project(
             assert (other / f"Dockerfile.{target}").read_text().replace(
                 other.name, "demo"
             ) == expected
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_chip_chooses_the_base_image(
+    render_project: RenderProject, golden: object, framework: str, chip: str
+) -> None:
+    """`gen image build --dry-run` of a project of each chip: the base and pins of the
+    catalogue's entry for that chip (a CANN image carries one chip's operator kernels)."""
+    project = render_project(framework=framework, target="ascend", chip=chip)
+    result = gen("image", "build", "--target", "ascend", "--dry-run", cwd=project)
+    assert result.returncode == 0, result.stderr
+    # The plan's lines and the Dockerfile's own account of its base; not the key line,
+    # which says whether the base is on this host.
+    plan = ("# step 1", "# python:", "# build arg:", "# Base and pins", "# That base is")
+    shown = [line for line in result.stdout.splitlines() if line.startswith(plan)]
+    golden.check(f"dry-run-{framework}-{chip}.txt", "\n".join(shown) + "\n")  # type: ignore[attr-defined]
+    base = next(line for line in shown if line.startswith("# build arg: BASE_IMAGE="))
+    assert f"-{'a3' if chip == '910_93' else chip}-ubuntu" in base

@@ -83,3 +83,45 @@ def test_a_run_with_every_platform_argument_trains(pytorch_project: Path, tmp_pa
     assert all(line.count(name) == 1 for name in names), line
     assert [line.index(name) for name in names] == sorted(line.index(name) for name in names)
     assert SECRET not in console
+
+
+# (framework, the image's accelerator): the warning names what each framework was asked.
+UNSEEN = [
+    ("pytorch", "npu", "torch_npu (torch.npu.is_available())", "/dev/davinci[0-9]*"),
+    ("pytorch", "cuda", "torch.cuda.is_available()", "/dev/nvidia[0-9]*"),
+    ("mindspore", "npu", "MindSpore's Ascend and GPU backends", "/dev/davinci[0-9]*"),
+]
+
+
+@pytest.mark.parametrize(("framework", "accelerator", "asked", "nodes"), UNSEEN)
+def test_auto_in_an_accelerators_image_without_its_devices_warns(
+    pytorch_project: Path,
+    mindspore_projects: dict[str, Path],
+    tmp_path: Path,
+    framework: str,
+    accelerator: str,
+    asked: str,
+    nodes: str,
+) -> None:
+    """The images set TRAIN_ACCELERATOR; this host has no NPU or GPU, as a container
+    started without its devices."""
+    project = pytorch_project if framework == "pytorch" else mindspore_projects["model"]
+    argv = ("train.py", "--smoke", "--device_target", "auto", "--train_url", str(tmp_path / "o"))
+    result = runs.run(project, *argv, env=runs.clean_env(TRAIN_ACCELERATOR=accelerator))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (line,) = [line for line in result.stdout.splitlines() if " WARNING this image " in line]
+    name = {"npu": "Ascend NPUs", "cuda": "CUDA GPUs"}[accelerator]
+    assert f"built for {name} (TRAIN_ACCELERATOR={accelerator}) but none is usable" in line
+    assert asked in line and f"device nodes {nodes} (none); training on the CPU" in line
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+def test_an_accelerator_asked_for_and_absent_is_one_line(
+    pytorch_project: Path, mindspore_projects: dict[str, Path], tmp_path: Path, framework: str
+) -> None:
+    project = pytorch_project if framework == "pytorch" else mindspore_projects["model"]
+    argv = ("train.py", "--device_target", "npu", "--train_url", str(tmp_path / "o"))
+    result = runs.run(project, *argv, env=runs.clean_env(TRAIN_ACCELERATOR="npu"))
+    said = "needs torch_npu and an Ascend NPU" if framework == "pytorch" else "found no Ascend"
+    runs.assert_one_line_exit_2(result, "device_target npu", said)
+    assert not (tmp_path / "o").exists()

@@ -67,6 +67,33 @@ def test_atlas_a3_entries_use_the_a3_tags_and_their_910b_siblings_pins(
         assert (sibling.pytorch, sibling.mindspore) == (entry.pytorch, entry.mindspore)
 
 
+@pytest.mark.parametrize(("chip", "tag"), [("910", "910"), ("910b", "910b"), ("910_93", "a3")])
+@pytest.mark.parametrize("framework", cat.FRAMEWORKS)
+def test_an_ascend_base_is_the_projects_chips_own(
+    catalog: cat.Catalog, framework: str, chip: str, tag: str
+) -> None:
+    entry = catalog.default("ascend", framework, chip)
+    assert entry.chip == tag and f"-{tag}-" in entry.base
+    assert catalog.resolve("ascend", framework, chip=chip) == entry
+
+
+def test_a_base_of_another_chip_is_refused_naming_the_projects() -> None:
+    with pytest.raises(CatalogError) as err:
+        cat.load().resolve(
+            "ascend", "pytorch", entry_id="cann8.5.0-910b-ubuntu22.04", chip="910_93"
+        )
+    assert str(err.value) == (
+        "cann8.5.0-910b-ubuntu22.04 is not a base for ascend with pytorch on chip a3; "
+        "use torch 2.9.0 (cann8.5.0-a3-ubuntu22.04)"
+    )
+    with pytest.raises(CatalogError) as err:
+        cat.load().resolve("ascend", "pytorch", framework_version="2.9", chip="910")
+    assert str(err.value) == (
+        "torch 2.9 has no ascend 910 build in the catalogue; "
+        "nearest: torch 2.6.0 (cann8.2.rc1-910-ubuntu22.04)"
+    )
+
+
 @pytest.mark.parametrize("target", cat.TARGETS)
 @pytest.mark.parametrize("framework", cat.FRAMEWORKS)
 def test_defaults_resolve_for_every_target_and_framework(
@@ -254,8 +281,22 @@ A3 = "entries/cann9.0.0-a3-ubuntu22.04"
             "defaults.cuda.pytorch: no entry 'cuda11.8-ubuntu24.04'; did you mean",
         ),
         (
-            _set("defaults/ascend/pytorch", "cuda11.8-ubuntu22.04"),
-            "defaults.ascend.pytorch: cuda11.8-ubuntu22.04 is not a base for ascend",
+            _set("defaults/ascend/pytorch/910b", "cuda11.8-ubuntu22.04"),
+            "defaults.ascend.pytorch.910b: cuda11.8-ubuntu22.04 is not a base for ascend "
+            "with pytorch on chip 910b",
+        ),
+        (
+            _set("defaults/ascend/mindspore/a3", "cann8.5.0-910b-ubuntu22.04"),
+            "defaults.ascend.mindspore.a3: cann8.5.0-910b-ubuntu22.04 is not a base for ascend "
+            "with mindspore on chip a3",
+        ),
+        (
+            _set("defaults/ascend/pytorch", "cann8.0.0-910b-ubuntu22.04"),
+            "defaults.ascend.pytorch: a str, not a mapping",
+        ),
+        (
+            _set("defaults/ascend/pytorch", {"910b": "cann8.0.0-910b-ubuntu22.04"}),
+            "defaults.ascend.pytorch.910: missing, though entries have it",
         ),
         (
             _set("defaults/cuda", {"pytorch": "cuda11.8-ubuntu22.04"}),

@@ -57,7 +57,10 @@ RUN { getent group HwHiAiUser >/dev/null \
         || groupadd --non-unique --gid "$HWHIAI_GID" HwHiAiUser; } \
     && { id -u HwHiAiUser >/dev/null 2>&1 \
         || useradd --create-home --non-unique --uid "$HWHIAI_UID" --gid HwHiAiUser HwHiAiUser; }
-ENV PATH=/opt/venv/bin:$PATH
+# What the image is for: train.py's --device_target auto warns when no such device is
+# visible, rather than quietly training on the CPU.
+ENV PATH=/opt/venv/bin:$PATH \
+    TRAIN_ACCELERATOR=npu
 # The launchers write to /app/output unless told otherwise (a job's volume): it and the
 # directory the ranks run in belong to the run-as user, not to root as WORKDIR makes them.
 WORKDIR /app

@@ -11,7 +11,8 @@ ARG BASE_IMAGE=ascendai/cann:8.0.0-910b-ubuntu22.04-py3.10
 # The interpreter the pins are for; gen finds the one a swapped-in base has.
 ARG PYTHON=python3.10
 ARG FRAMEWORK="torch==2.4.0"
-# torch_npu is released per torch and CANN version; installed when it can be found.
+# torch_npu is released per torch and CANN version. Without it an Ascend image trains on
+# the CPU, so a failed install fails the build; NPU_EXTRA= (empty) leaves it out on purpose.
 ARG NPU_EXTRA="torch_npu==2.4.0.post2"
 
 # Python on the base, first: it changes only with the base image.
@@ -47,11 +48,11 @@ COPY requirements.txt wheelhouse* /tmp/deps/
 RUN "$PYTHON" -m venv --system-site-packages /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --find-links /tmp/deps \
         $FRAMEWORK -r /tmp/deps/requirements.txt
-# Without CANN at build time torch_npu may be missing from a wheelhouse: the image
-# is still useful on CPU, and the smoke test reports the NPU stack as absent.
-# hadolint ignore=SC2086
-RUN /opt/venv/bin/pip install --no-cache-dir --find-links /tmp/deps $NPU_EXTRA \
-    || echo "warning: $NPU_EXTRA not found in the wheelhouse or index: no NPU support"
+# torch_npu in a step of its own (so not merged with the one above): a failed install
+# names it.
+# hadolint ignore=SC2086,DL3059
+RUN [ -z "$NPU_EXTRA" ] \
+    || /opt/venv/bin/pip install --no-cache-dir --find-links /tmp/deps $NPU_EXTRA
 
 # The runtime: the venv without pip's inputs, the run-as user, the entry point. gen keeps
 # the image up to here as the dependency image: only a dependency change rebuilds it.
@@ -66,7 +67,10 @@ RUN { getent group HwHiAiUser >/dev/null \
         || groupadd --non-unique --gid "$HWHIAI_GID" HwHiAiUser; } \
     && { id -u HwHiAiUser >/dev/null 2>&1 \
         || useradd --create-home --non-unique --uid "$HWHIAI_UID" --gid HwHiAiUser HwHiAiUser; }
-ENV PATH=/opt/venv/bin:$PATH
+# What the image is for: train.py's --device_target auto warns when no such device is
+# visible, rather than quietly training on the CPU.
+ENV PATH=/opt/venv/bin:$PATH \
+    TRAIN_ACCELERATOR=npu
 # The launchers write to /app/output unless told otherwise (a job's volume): it and the
 # directory the ranks run in belong to the run-as user, not to root as WORKDIR makes them.
 WORKDIR /app

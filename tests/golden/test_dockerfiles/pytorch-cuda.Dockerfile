@@ -48,7 +48,10 @@ RUN "$PYTHON" -m venv /opt/venv \
 FROM python AS runtime
 COPY --from=deps /opt/venv /opt/venv
 RUN useradd --create-home --uid 1000 --user-group train
-ENV PATH=/opt/venv/bin:$PATH
+# What the image is for: train.py's --device_target auto warns when no such device is
+# visible, rather than quietly training on the CPU.
+ENV PATH=/opt/venv/bin:$PATH \
+    TRAIN_ACCELERATOR=cuda
 # The launchers write to /app/output unless told otherwise (a job's volume): it and the
 # directory the ranks run in belong to the run-as user, not to root as WORKDIR makes them.
 WORKDIR /app

@@ -84,6 +84,7 @@ class Backend(Protocol):
     world_size: int
     device: str  # for the record and the log: cpu, cuda:0, Ascend:3 ...
     placement: str  # this process's place in the job: "rank 1 of 4 on device 1 (cpu)"
+    unseen: str | None  # auto chose the CPU in an accelerator's image: the warning to log
     suffix: str  # the checkpoint file ending: .pt or .ckpt
     # True for a process that only coordinates (MindSpore's msrun scheduler): it
     # neither stages data nor trains.

@@ -223,6 +223,8 @@ def run(cfg: Config) -> None:
         _configure_logging(backend.rank)
         # Every rank's own log says where it stands: the first line to read when ranks disagree.
         print(backend.placement, flush=True)
+        if backend.unseen:
+            log.warning("%s", backend.unseen)
         if cfg.ignored_args:
             log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
         with stopping():

@@ -18,7 +18,7 @@ from mindspore.amp import auto_mixed_precision
 
 import src.model  # noqa: F401 (its @model functions register themselves)
 from src import step
-from src.scaffold import pretrained
+from src.scaffold import devices, pretrained
 from src.scaffold.backend_api import BatchPlan, EpochEnd
 from src.scaffold.config_ext import MSConfig, sink_on
 from src.scaffold.context import init_env
@@ -68,6 +68,14 @@ class MindSporeBackend:
         if ctx.device_id is not None:
             self.device += f":{ctx.device_id}"
         self.placement = f"rank {self.rank} of {self.world_size} on {self.device}"
+        found = {"Ascend": "npu", "GPU": "cuda"}.get(self.target, "cpu")
+        self.unseen = (
+            devices.unseen(
+                found, "MindSpore's Ascend and GPU backends (loaded when CANN or CUDA is)"
+            )
+            if cfg.device_target == "auto"
+            else None
+        )
         self.cfg = cfg
         # Checked before the data is read: a typo fails in a second, not after staging.
         self.spec = model_spec(cfg.model)

@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import src.model  # noqa: F401 (its @model functions register themselves)
 from src import step
-from src.scaffold import distributed, pretrained
+from src.scaffold import devices, distributed, pretrained
 from src.scaffold.backend_api import BatchPlan, EpochEnd
 from src.scaffold.config import Config
 from src.scaffold.errors import CheckpointError, ConfigError
@@ -63,6 +63,11 @@ class TorchBackend:
         self.device = str(self.torch_device)
         where = f"device {place.device_index} ({self.device})"
         self.placement = f"rank {place.rank} of {place.world_size} on {where}"
+        self.unseen = (
+            devices.unseen(self.torch_device.type, distributed.LOOKED_FOR)
+            if cfg.device_target == "auto"
+            else None
+        )
         if self.torch_device.type == "cpu" and place.local_world_size > 1:
             # Each process would otherwise start a thread per CPU: N times oversubscribed.
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))

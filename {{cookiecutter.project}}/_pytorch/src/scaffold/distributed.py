@@ -103,6 +103,10 @@ def placement() -> Placement:
     return Placement(device_index=env_int("LOCAL_RANK") or env_int("DEVICE_ID") or 0)
 
 
+# What device_target auto asks, in this order.
+LOOKED_FOR = "torch_npu (torch.npu.is_available()) and torch.cuda.is_available()"
+
+
 def _npu_available() -> bool:
     try:
         import torch_npu  # noqa: F401  (registers torch.npu)

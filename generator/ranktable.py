@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from generator.ranktable_rules import (
     CHIPS,
@@ -216,6 +217,61 @@ def master(table: RankTable) -> str:
     return holder.addresses[0]
 
 
+# --- device numbering: the table's ids are physical, a process's are local ------------------
+# HCCL's device_id is the physical id, the N of the host's /dev/davinciN (CANN HCCL user
+# guide, rank table configuration: "device_id: 处理器的物理ID ... ls /dev/davinci*"). A process
+# sets its device by logical id, 0 to N-1 over the devices its container holds
+# (ASCEND_DEVICE_ID, CANN environment variable reference envref_07_0027: "逻辑ID ...
+# N为当前物理机/虚拟机/容器内的设备总数"); on bare metal the two are the same. The Ascend
+# docker runtime takes physical ids in ASCEND_VISIBLE_DEVICES and mounts /dev/davinciN under
+# its own name (ascend-docker-runtime runtime/main.go), as `docker run --device` does, so
+# a container given devices 4-7 sees /dev/davinci4-7 and numbers them 0-3 (MindCluster's
+# train_start.sh exports DEVICE_ID=${i}, the local index; its ClusterD records
+# device_logical_id as the position among the pod's sorted devices).
+VISIBLE_ENV = "ASCEND_VISIBLE_DEVICES"
+DAVINCI = re.compile(r"davinci(\d+)")
+
+
+def visible_devices(env: Mapping[str, str], dev: Path = Path("/dev")) -> list[int] | None:
+    """The physical ids of the NPUs this host or container holds, ascending: the Ascend
+    docker runtime's ASCEND_VISIBLE_DEVICES (0-3,6 or Ascend910-4 forms), else the
+    /dev/davinciN nodes; None where neither says (no NPU here: ids are taken as they are)."""
+    listed = env.get(VISIBLE_ENV, "").strip()
+    if listed:
+        tails = [
+            re.sub(r"^[A-Za-z][A-Za-z0-9]*-(?=\d)", "", part.strip()) for part in listed.split(",")
+        ]
+        try:
+            return sorted(set(parse_device_ids(",".join(tails))))
+        except RankTableError:
+            pass  # "all", names we cannot read: the device nodes say
+    found = [int(m.group(1)) for p in dev.glob("davinci*") if (m := DAVINCI.fullmatch(p.name))]
+    return sorted(found) or None
+
+
+def local_indexes(physical: Sequence[int], visible: list[int] | None) -> list[int]:
+    """The id each process gives its framework for the table's ``physical`` devices: the
+    position among the ``visible`` ones (the same id on bare metal). RankTableError (one
+    line) when the table names a device this container does not hold."""
+    if visible is None:
+        return list(physical)
+    missing = [d for d in physical if d not in visible]
+    if missing:
+        raise RankTableError(
+            [
+                f"the table puts this node's ranks on devices {_ids(physical)}, but devices "
+                f"{_ids(missing)} are not here (this host or container holds {_ids(visible)}: "
+                f"{VISIBLE_ENV} or /dev/davinci*); give the job those devices, or a table "
+                "for these"
+            ]
+        )
+    return [visible.index(d) for d in physical]
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rank_table.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -237,14 +293,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _print_node(args: argparse.Namespace) -> None:
-    """Lines a launcher reads: RANK_SIZE n, NODE index address, MASTER address, RANK r device."""
+    """Lines a launcher reads: RANK_SIZE n, NODE index address, MASTER address, and
+    RANK r device index: the table's (physical) device and the id the process uses."""
     addresses = [a for a in args.address if a]
     found = find_node(load(args.file, args.chip), args.node_rank, addresses, args.nproc)
+    devices = found.server.devices
+    indexes = local_indexes([d.device_id for d in devices], visible_devices(os.environ))
     print(f"RANK_SIZE {found.rank_size}")
     print(f"NODE {found.index} {found.server.addresses[0]}")
     print(f"MASTER {found.master}")
-    for device in found.server.devices:
-        print(f"RANK {device.rank_id} {device.device_id}")
+    for device, index in zip(devices, indexes):
+        print(f"RANK {device.rank_id} {device.device_id} {index}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

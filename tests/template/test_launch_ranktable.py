@@ -222,5 +222,54 @@ def test_bind_cores(render_project: RenderProject) -> None:
         str(project / "rank_table_8p.json"),
     )
     assert result.returncode == 0, result.stderr
-    assert re.search(r" DEVICE_ID=0 taskset -c [0-9,-]+ \S+ \S+/train.py ", result.stdout)
+    assert re.search(r" ASCEND_DEVICE_ID=0 taskset -c [0-9,-]+ \S+ \S+/train.py ", result.stdout)
     assert "taskset" not in dry_run(project, "--node-rank", "0").stdout
+
+
+ASCEND_IDS = re.compile(r"DEVICE_ID=(\d+) ASCEND_DEVICE_ID=(\d+) ")
+
+
+@pytest.mark.parametrize("framework", ["mindspore", "pytorch"])
+@pytest.mark.parametrize(
+    ("visible", "ids"),
+    [
+        (None, [4, 5, 6, 7]),
+        ("4,5,6,7", [0, 1, 2, 3]),
+        ("Ascend910-4,Ascend910-5,6-7", [0, 1, 2, 3]),
+    ],
+    ids=["bare metal", "container", "runtime names"],
+)
+def test_a_table_on_devices_4_to_7_numbers_them_as_this_container_does(
+    render_project: RenderProject,
+    tmp_path: Path,
+    framework: str,
+    visible: str | None,
+    ids: list[int],
+) -> None:
+    """The table's device_id is physical; a process's DEVICE_ID is its index among the
+    devices its container holds (ASCEND_VISIBLE_DEVICES, the Ascend docker runtime's list
+    of physical ids), the same id on bare metal (this host has no /dev/davinciN)."""
+    project = render_project(framework=framework, target="ascend", devices_per_node=4)
+    path = table(tmp_path / "t.json", [("127.0.0.1", [4, 5, 6, 7])])
+    extra = {"ASCEND_VISIBLE_DEVICES": visible} if visible else {}
+    launcher = ("--launcher", "ranktable") if framework == "pytorch" else ()
+    result = dry_run(project, *launcher, "--rank-table", str(path), "--node-rank", "0", **extra)
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(4, r, i) for r, i in enumerate(ids)]
+    assert [(int(a), int(b)) for a, b in ASCEND_IDS.findall(result.stdout)] == [(i, i) for i in ids]
+
+
+def test_a_table_naming_devices_this_container_lacks_is_one_line(
+    ms_ascend: Path, tmp_path: Path
+) -> None:
+    path = table(tmp_path / "t.json", [("127.0.0.1", [4, 5, 6, 7])])
+    result = dry_run(
+        ms_ascend, "--rank-table", str(path), "--node-rank", "0", ASCEND_VISIBLE_DEVICES="0-3"
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.endswith(
+        "the table puts this node's ranks on devices 4,5,6,7, but devices 4,5,6,7 are not here "
+        "(this host or container holds 0,1,2,3: ASCEND_VISIBLE_DEVICES or /dev/davinci*); "
+        "give the job those devices, or a table for these"
+    ), line

@@ -454,3 +454,17 @@ def test_cli_chip_defaults_to_the_projects_answer_and_convert_writes_1_0(tmp_pat
     assert result.returncode == 0, result.stderr
     converted = json.loads((tmp_path / "out.json").read_text())
     assert converted["version"] == "1.0" and converted["server_list"][0]["server_id"] == "10.0.0.5"
+
+
+def test_the_device_nodes_say_which_devices_a_container_holds(tmp_path: Path) -> None:
+    # As `docker run --device=/dev/davinci4 ...` leaves them: the host's names, not 0-N.
+    for name in ("davinci6", "davinci4", "davinci_manager", "davinci5", "devmm_svm"):
+        (tmp_path / name).touch()
+    assert rt.visible_devices({}, tmp_path) == [4, 5, 6]
+    assert rt.local_indexes([5, 6], [4, 5, 6]) == [1, 2]
+    # A list the runtime did not write as numbers: the nodes still say.
+    assert rt.visible_devices({"ASCEND_VISIBLE_DEVICES": "all"}, tmp_path) == [4, 5, 6]
+    assert rt.visible_devices({"ASCEND_VISIBLE_DEVICES": "7,3-4"}, tmp_path) == [3, 4, 7]
+    # No NPU here at all: the table's ids are used as they are (bare metal's numbering).
+    assert rt.visible_devices({}, tmp_path / "empty") is None
+    assert rt.local_indexes([4, 5], None) == [4, 5]

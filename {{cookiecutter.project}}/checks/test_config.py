@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from src.scaffold.config import DEFAULT_CONFIG, Config, ConfigError, parse_config
+from src.scaffold.config import DEFAULT_CONFIG, Config, ConfigError, env_first, parse_config
 from src.scaffold.platform_args import PLATFORM_ARGS
 
 
@@ -170,3 +170,13 @@ def test_bad_values_raise_config_error(
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         parse_config(["--config_path", str(tmp_path / "nope.yaml")])
+
+
+def test_a_device_is_device_id_else_ascend_device_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVICE_ID", raising=False)
+    monkeypatch.delenv("ASCEND_DEVICE_ID", raising=False)
+    assert env_first("DEVICE_ID", "ASCEND_DEVICE_ID") is None
+    monkeypatch.setenv("ASCEND_DEVICE_ID", "5")  # what OpenI's NPU jobs set
+    assert env_first("DEVICE_ID", "ASCEND_DEVICE_ID") == 5
+    monkeypatch.setenv("DEVICE_ID", "0")
+    assert env_first("DEVICE_ID", "ASCEND_DEVICE_ID") == 0

@@ -51,8 +51,9 @@ is_index "$stop_timeout" || die_usage "RANK_STOP_TIMEOUT must be whole seconds, 
 absolute_paths
 rank_table=$(absolute "$rank_table")
 
-# This node's ranks, from the table (or counted without one): rank_size, ranks, devices.
-ranks=() devices=() rank_size=$((nnodes * nproc))
+# This node's ranks, from the table (or counted without one): rank_size, ranks, devices (the
+# table's physical ids) and ids (each process's DEVICE_ID: its index among this container's).
+ranks=() devices=() ids=() rank_size=$((nnodes * nproc))
 if [[ -n $rank_table ]]; then
     [[ -e $rank_table || $wait_table == true ]] || die "rank table $rank_table not found: pass --rank-table FILE or set RANK_TABLE_FILE"
     if [[ $wait_table == true ]]; then "$python" "$project_root/scripts/cluster.py" wait-table "$rank_table" "$join_timeout" || exit 1; fi
@@ -62,16 +63,16 @@ if [[ -n $rank_table ]]; then
         lookup+=(--address "$address")
     done
     node=$("${lookup[@]}" 2>&1) || die "rank table $rank_table, no rank was started: ${node#error: }"
-    while read -r key first second; do
+    while read -r key first second third; do
         case $key in
             RANK_SIZE) rank_size=$first ;;
             NODE) node_rank=$first ;;
             MASTER) master_addr=${MASTER_ADDR:-$first} ;;
-            RANK) ranks+=("$first") devices+=("$second") ;;
+            RANK) ranks+=("$first") devices+=("$second") ids+=("$third") ;;
         esac
     done <<<"$node"
 else
-    for ((i = 0; i < nproc; i++)); do ranks+=($((node_rank * nproc + i))) devices+=("$i"); done
+    for ((i = 0; i < nproc; i++)); do ranks+=($((node_rank * nproc + i))) devices+=("$i") ids+=("$i"); done
 fi
 
 # A rank's place is its RANK_ID and DEVICE_ID: the pod-wide torch variables an operator may
@@ -80,12 +81,12 @@ unset WORLD_SIZE RANK LOCAL_RANK
 
 # The log directory of local rank $1: by its rank, or by its device (ModelZoo's way).
 rank_dir() {
-    if [[ $log_by == rank ]]; then printf '%s/rank_%s' "$log_dir" "${ranks[$1]}"; else printf '%s/%s' "$log_dir" "${devices[$1]}"; fi
+    if [[ $log_by == rank ]]; then printf '%s/rank_%s' "$log_dir" "${ranks[$1]}"; else printf '%s/%s' "$log_dir" "${ids[$1]}"; fi
 }
 
 # The environment and command of local rank $1, into env_words and run_words.
 rank_env() {
-    env_words=("RANK_SIZE=$rank_size" "RANK_ID=${ranks[$1]}" "DEVICE_ID=${devices[$1]}")
+    env_words=("RANK_SIZE=$rank_size" "RANK_ID=${ranks[$1]}" "DEVICE_ID=${ids[$1]}" "ASCEND_DEVICE_ID=${ids[$1]}")
     if [[ -n $rank_table ]]; then env_words=("RANK_TABLE_FILE=$rank_table" "${env_words[@]}"); fi
 {%- if not ms %}
     env_words+=("MASTER_ADDR=$master_addr" "MASTER_PORT=$master_port" "LOCAL_WORLD_SIZE=$nproc")
@@ -154,7 +155,7 @@ for ((i = 0; i < nproc; i++)); do
     mkdir -p "${logs[i]%/*}" "$output"
     start_rank "$i" &
     pids+=("$!")
-    printf '%s: rank %s on device %s (pid %s), log %s\n' "$launcher_name" "${ranks[i]}" "${devices[i]}" "$!" "${logs[i]}"
+    printf '%s: rank %s on device %s (id %s here, pid %s), log %s\n' "$launcher_name" "${ranks[i]}" "${devices[i]}" "${ids[i]}" "$!" "${logs[i]}"
 done
 # Poll rather than `wait -n`: bash before 5.1 cannot say which rank ended.
 left=$nproc

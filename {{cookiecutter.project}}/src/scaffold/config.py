@@ -117,6 +117,16 @@ def env_int(name: str) -> int | None:
         raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
 
 
+def env_first(*names: str) -> int | None:
+    """The first of ``names`` the environment sets, as a whole number; None when none is.
+    DEVICE_ID before ASCEND_DEVICE_ID: OpenI's NPU jobs and CANN's samples set the latter."""
+    for name in names:
+        value = env_int(name)
+        if value is not None:
+            return value
+    return None
+
+
 @dataclass(frozen=True)
 class Option:
     """A flag and config.yaml key: its converter, help text and other flag names."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import mindspore as ms
 from mindspore.communication import get_group_size, get_rank, init
 
-from src.scaffold.config import env_int
+from src.scaffold.config import env_first, env_int
 from src.scaffold.config_ext import MSConfig
 from src.scaffold.errors import DeviceError
 from src.scaffold.sharding import cpu_count
@@ -76,6 +76,24 @@ def _check_launch(device_num: int) -> None:
         )
 
 
+# A process's device, as launchers set it: DEVICE_ID (ModelArts, MindCluster's samples)
+# or ASCEND_DEVICE_ID (OpenI's NPU jobs; CANN's name). Either is the id inside this
+# container (scripts/rank_table.py explains the numbering).
+DEVICE_VARS = ("DEVICE_ID", "ASCEND_DEVICE_ID")
+
+
+def _check_device(target: str, device_num: int, device_id: int | None) -> None:
+    """One process per device needs its device named: MindSpore would put every rank on
+    device 0. msrun's workers are exempt (MindSpore gives each its own device)."""
+    if target == "CPU" or device_num == 1 or device_id is not None or os.environ.get("MS_ROLE"):
+        return
+    raise DeviceError(
+        f"device_num {device_num} on {target}, but neither {' nor '.join(DEVICE_VARS)} is set "
+        "and every rank would use device 0: set one per process (scripts/run_8p.sh does), "
+        "pass --device_id, or start the job with msrun"
+    )
+
+
 def init_env(cfg: MSConfig) -> Context:
     """Seed, device, execution mode and, with device_num > 1, the process group.
 
@@ -87,7 +105,8 @@ def init_env(cfg: MSConfig) -> Context:
     ms.set_seed(cfg.seed)
     target = device_target(cfg.device_target)
     device_num = cfg.device_num or env_int("RANK_SIZE") or 1
-    device_id = cfg.device_id if cfg.device_id is not None else env_int("DEVICE_ID")
+    device_id = cfg.device_id if cfg.device_id is not None else env_first(*DEVICE_VARS)
+    _check_device(target, device_num, device_id)
     # A CPU has no device index; msrun's DEVICE_ID is meant for accelerators.
     ms.set_device(target, None if target == "CPU" else device_id)
     ms.set_context(mode=MODES[cfg.context_mode])

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from src.scaffold.config import env_int
+from src.scaffold.config import env_first, env_int
 from src.scaffold.errors import DeviceError
 
 BACKENDS = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
@@ -58,8 +58,7 @@ def _rank_zero_server(table: Path) -> str:
 def _per_device(world_size: int) -> Placement:
     """A process started for one device with RANK_SIZE, RANK_ID and DEVICE_ID."""
     rank = env_int("RANK_ID")
-    device = env_int("DEVICE_ID")
-    device = device if device is not None else env_int("ASCEND_DEVICE_ID")
+    device = env_first("DEVICE_ID", "ASCEND_DEVICE_ID")
     master = os.environ.get("MASTER_ADDR") or None
     table = os.environ.get("RANK_TABLE_FILE")
     missing = [name for name, value in (("RANK_ID", rank), ("DEVICE_ID", device)) if value is None]
@@ -100,7 +99,7 @@ def placement() -> Placement:
     rank_size = env_int("RANK_SIZE")
     if rank_size is not None and rank_size > 1:
         return _per_device(rank_size)
-    return Placement(device_index=env_int("LOCAL_RANK") or env_int("DEVICE_ID") or 0)
+    return Placement(device_index=env_first("LOCAL_RANK", "DEVICE_ID", "ASCEND_DEVICE_ID") or 0)
 
 
 # What device_target auto asks, in this order.

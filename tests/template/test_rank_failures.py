@@ -61,14 +61,38 @@ EIGHT_RANKS = (
 )
 
 
+# One CPU run of 8 ranks: rank 3 aborted; rank 0, its allreduce broken, exited 1 in the same
+# second and was polled first, so torchrun's Root Cause names rank 0.
+RANK_3_ABORTS = (
+    f"train.py FAILED\n{'-' * 54}\nFailures:\n{_failure(1, 3, 3, '-6')}{'-' * 54}\n"
+    f"Root Cause (first observed failure):\n{_failure(0, 0, 0, '1')}{'=' * 54}\n"
+)
+# The same, rank 0 stopped by a SIGTERM before torchrun's poll.
+RANK_3_ABORTS_0_STOPPED = RANK_3_ABORTS.replace(
+    "exitcode  : 1 (pid: 100)", "exitcode  : -15 (pid: 100)"
+)
+# Every failure a stop: torchrun's Root Cause.
+ALL_STOPPED = EIGHT_RANKS.replace("exitcode  : 1 ", "exitcode  : -15 ")
+
+
 @pytest.mark.parametrize(
     ("log", "cause"),
     [
         (TWO_RANKS, "1 1 -6"),
         (EIGHT_RANKS, "6 2 1"),
+        (RANK_3_ABORTS, "3 3 -6"),
+        (RANK_3_ABORTS_0_STOPPED, "3 3 -6"),
+        (ALL_STOPPED, "6 2 -15"),
         ("torchrun gave up: the rendezvous timed out\n", ""),
     ],
-    ids=["rank-1-of-2", "rank-6-of-8", "no-rank-ran"],
+    ids=[
+        "rank-1-of-2",
+        "rank-6-of-8",
+        "rank-3-aborts",
+        "rank-3-aborts-0-stopped",
+        "all-stopped",
+        "no-rank-ran",
+    ],
 )
 def test_root_cause_is_the_first_failure(
     render_project: RenderProject, tmp_path: Path, log: str, cause: str

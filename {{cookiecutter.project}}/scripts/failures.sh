@@ -2,13 +2,27 @@
 # Sourced by launch_lib.sh, never run: which rank failed first, and whether it failed only
 # as it left a finished job.
 
-# root_cause LOG: "RANK LOCAL_RANK EXITCODE" of the first failure torchrun reports in LOG: its
-# Root Cause section (the Failures above it list the ranks torchrun stopped after it).
+# root_cause LOG: "RANK LOCAL_RANK EXITCODE" of the rank that failed first in torchrun's
+# report in LOG. torchrun's Root Cause is the failure with the earliest time, in whole
+# seconds (torch/distributed/elastic/multiprocessing/errors: min over the timestamps), so
+# ranks failing in the same second tie and it names the first it polled: maybe a rank that
+# only lost its peer, or one stopped after it. So, in order: a rank killed by a signal of its
+# own (SIGABRT, SIGSEGV; not SIGTERM, SIGKILL or SIGINT, which come from outside), the Root
+# Cause unless it was stopped (-15, -9, -2, 143, 137, 130), any other failure; else the Root Cause.
 root_cause() {
-    awk '/Root Cause/ { cause = 1; rank = ""; code = "" }
-        cause && rank == "" && $1 == "rank" { rank = $3; local = $5; sub(/[)].*/, "", local) }
-        cause && code == "" && $1 == "exitcode" { code = $3 }
-        END { if (rank != "") print rank, local, code }' "$1"
+    awk 'function stopped(c) { return c ~ /^(-15|-9|-2|143|137|130)$/ }
+        /Root Cause/ { root = 1 }
+        $1 == "rank" && $2 == ":" { n++; rank[n] = $3; local[n] = $5; sub(/[)].*/, "", local[n]); cause[n] = root }
+        $1 == "exitcode" && $2 == ":" { code[n] = $3 }
+        END {
+            for (i = 1; i <= n; i++) {
+                if (code[i] ~ /^-/ && !stopped(code[i]) && (!own || cause[i])) own = i
+                if (!stopped(code[i]) && (!other || cause[i])) other = i
+                if (cause[i] && !first) first = i
+            }
+            pick = own ? own : other ? other : first ? first : n
+            if (pick) print rank[pick], local[pick], code[pick]
+        }' "$1"
 }
 
 # aborted_after_training RANK LOG [RANK0_LOG]: the reason for a rank killed by SIGABRT after

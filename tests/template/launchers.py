@@ -98,3 +98,14 @@ def assert_usage_error(result: subprocess.CompletedProcess[str], message: str, s
     assert result.stdout == ""
     assert f"error: {message}" in result.stderr
     assert f"usage: scripts/{script}" in result.stderr
+
+
+def this_host() -> str:
+    """An address of this host that is not loopback, as the launchers find them."""
+    script = (
+        Path(__file__).resolve().parents[2] / "{{cookiecutter.project}}" / "scripts" / "cluster.py"
+    )
+    found = subprocess.run(
+        [sys.executable, str(script), "addresses"], capture_output=True, text=True
+    )
+    return next(a for a in found.stdout.split() if not a.startswith("127."))

@@ -3,6 +3,7 @@ ranks; a rank that fails stops the node with one line naming it and its log; sig
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from tests.template.launchers import (
     free_port,
     processes_with,
     run,
+    this_host,
 )
 
 
@@ -254,3 +256,48 @@ def test_the_interface_is_the_one_that_routes_to_the_master_unless_set(
 
     assert chosen() == "lo lo lo 127.0.0.1"
     assert chosen(GLOO_SOCKET_IFNAME="eth9", HCCL_IF_IP="10.0.0.5") == "eth9 lo lo 10.0.0.5"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["other node missing", "master does not resolve"])
+def test_per_device_pytorch_waits_end_within_the_join_timeout(
+    render_project: RenderProject, tmp_path: Path, case: str
+) -> None:
+    """Two nodes' ranks, this node's alone: rank 0 waits for the other node's, or this
+    node's ranks for a rank 0 whose server_id does not resolve. torch would wait 30 minutes,
+    retrying the name all along; the launcher's --join-timeout ends it, with one line."""
+    from generator import ranktable
+
+    project = render_project(target="ascend", devices_per_node=2, nnodes=2)
+    args = ["--join-timeout", "15", "--master-port", free_port()]
+    if case == "master does not resolve":
+        servers = [("10.250.0.8", [0, 1]), (this_host(), [0, 1])]
+        tables = [
+            ranktable.generate(ip, d, [f"10.{n}.0.{x}" for x in d])
+            for n, (ip, d) in enumerate(servers)
+        ]
+        data = ranktable.merge(tables).to_dict()
+        data["server_list"][0]["server_id"] = "no-such-host.invalid"
+        (tmp_path / "t.json").write_text(json.dumps(data))
+        args += ["--rank-table", str(tmp_path / "t.json")]
+    began = time.monotonic()
+    result = run(
+        project / "scripts" / "run_8p.sh",
+        *args,
+        *SMOKE,
+        environ=env(PYTHON=sys.executable),
+        timeout=120,
+    )
+    took = time.monotonic() - began
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    if case == "master does not resolve":
+        # Asked before any rank starts, as a pod's name resolves once its pod is up.
+        assert line.startswith("error: no-such-host.invalid did not resolve within 15 s")
+    else:
+        assert line.startswith("error: rank 0 exited with status 2; the other ranks were")
+        said = "error: rank 0 of 4: the ranks did not all meet at 127.0.0.1:"
+        assert said in result.stderr and "within 15 s" in result.stderr
+    # 15 s and the ranks' start (torch's import, a few seconds on a loaded machine).
+    assert took < 15 + 25, took
+    assert_all_gone(str(project))

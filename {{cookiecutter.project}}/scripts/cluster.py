@@ -1,7 +1,9 @@
 """What the launch scripts ask about the network and the job, with nothing but Python.
 
-    python3 scripts/cluster.py route HOST [OWN]  the interface and address that reach HOST
-                                                 (the one holding address OWN, if any does)
+    python3 scripts/cluster.py route HOST [OWN] [--wait S]
+        the interface and address that reach HOST (the one holding address OWN, if any
+        does), waiting up to S seconds for HOST to resolve (a pod's name resolves only
+        once its pod is up)
     python3 scripts/cluster.py addresses         this host's IPv4 addresses, one a line
     python3 scripts/cluster.py wait-table FILE SECONDS
         wait until a rank table an operator writes (hccl.json) says "completed"
@@ -39,16 +41,38 @@ def interface_addresses():
     return found
 
 
-def route(host, own=None):
+def resolve(host, seconds=0.0):
+    """``host``'s IPv4 address, asking again until ``seconds`` have passed (then the last
+    lookup's OSError is raised); one line on stderr every REPORT_EVERY_S while waiting."""
+    start = time.monotonic()
+    reported = 0.0
+    while True:
+        try:
+            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+        except OSError:
+            waited = time.monotonic() - start
+            if waited >= seconds:
+                raise
+            if waited - reported >= REPORT_EVERY_S:
+                print(
+                    f"waiting for {host} to resolve ({waited:.0f} of {seconds:g} s)",
+                    file=sys.stderr,
+                )
+                reported = waited
+            time.sleep(min(POLL_S, seconds - waited))
+
+
+def route(host, own=None, seconds=0.0):
     """The interface and source address this host uses to reach ``host``; the interface
     holding ``own`` if one does (a platform's word for the job's address: MA_CURRENT_IP).
 
     Connecting a UDP socket sends nothing: the kernel only picks the route.
     """
     try:
-        target = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+        target = resolve(host, seconds)
     except OSError as err:
-        raise SystemExit(f"error: cannot resolve {host}: {err}") from None
+        limit = f" within {seconds:g} s (--join-timeout)" if seconds else ""
+        raise SystemExit(f"error: {host} did not resolve{limit}: {err}") from None
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         try:
             sock.connect((target, 9))
@@ -108,8 +132,10 @@ def core_slices(count):
 
 
 def main(argv):
-    if argv[:1] == ["route"] and len(argv) in (2, 3):
-        print(*route(*argv[1:]))
+    wait = argv[argv.index("--wait") :][:2] if "--wait" in argv else []
+    argv = [arg for arg in argv if arg not in wait]
+    if argv[:1] == ["route"] and len(argv) in (2, 3) and len(wait) in (0, 2):
+        print(*route(*argv[1:], seconds=float(wait[1]) if wait else 0.0))
     elif argv == ["addresses"]:
         print("\n".join(address for _, address in interface_addresses()))
     elif argv[:1] == ["cores"] and len(argv) == 2:

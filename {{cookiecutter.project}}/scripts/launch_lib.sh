@@ -117,7 +117,7 @@ check_job_options() {
 # 127.0.1.1, as Debian and Ubuntu set it up). Variables the user set are kept.
 choose_interface() {
     local route
-    route=$("$python" "$project_root/scripts/cluster.py" route "$master_addr" ${MA_CURRENT_IP:+"$MA_CURRENT_IP"}) || exit 1
+    route=$("$python" "$project_root/scripts/cluster.py" route "$master_addr" ${MA_CURRENT_IP:+"$MA_CURRENT_IP"} --wait "${join_timeout:-0}") || exit 1
     net_iface=${route% *}
     net_addr=${route#* }
     : "${GLOO_SOCKET_IFNAME:=$net_iface}" "${NCCL_SOCKET_IFNAME:=$net_iface}"

@@ -11,9 +11,7 @@ the node and its devices.
 """
 
 import os
-import socket
 import sys
-import time
 
 # Where each variable is documented: Huawei Cloud, ModelArts User Guide (Standard),
 # "Managing Environment Variables of a Training Container" (develop-modelarts-0104),
@@ -30,7 +28,6 @@ VARIABLES = (
     ("VC_WORKER_HOSTS", "every node's host name, comma-separated; the first is node 0", DOCUMENTED),
     ("MA_CURRENT_IP", "this node's address: the interface holding it carries the job", DOCUMENTED),
 )
-REPORT_EVERY_S = 15.0
 
 
 class JobError(Exception):
@@ -98,24 +95,15 @@ def _processes(given, devices):
 
 def resolve(host, seconds):
     """The IPv4 address of ``host``, waiting up to ``seconds`` for the job's DNS to list it."""
-    start = reported = time.monotonic()
-    while True:
-        try:
-            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
-        except OSError as err:
-            waited = time.monotonic() - start
-            if waited >= seconds:
-                raise JobError(
-                    f"the master {host} (first of VC_WORKER_HOSTS) did not resolve within"
-                    f" --join-timeout {seconds:g} s: {err.strerror or err}"
-                ) from None
-            if time.monotonic() - reported >= REPORT_EVERY_S:
-                print(
-                    f"waiting for {host} to resolve ({waited:.0f} of {seconds:g} s)",
-                    file=sys.stderr,
-                )
-                reported = time.monotonic()
-            time.sleep(min(1.0, seconds - waited))
+    from cluster import resolve as wait_for  # scripts/cluster.py, beside this file
+
+    try:
+        return wait_for(host, seconds)
+    except OSError as err:
+        raise JobError(
+            f"the master {host} (first of VC_WORKER_HOSTS) did not resolve within"
+            f" --join-timeout {seconds:g} s: {err.strerror or err}"
+        ) from None
 
 
 def _master(hosts, given):

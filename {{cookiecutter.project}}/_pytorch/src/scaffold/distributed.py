@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -26,6 +27,7 @@ from src.scaffold.errors import DeviceError
 
 BACKENDS = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
 DEFAULT_PORT = 29500
+JOIN_TIMEOUT_ENV = "TRAIN_JOIN_TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,46 @@ def join(place: Placement, device: torch.device) -> None:
     # Imported first, it holds none (see leave()). torch 1.x has no dynamo, and no such hold.
     if importlib.util.find_spec("torch._dynamo") is not None:
         importlib.import_module("torch._dynamo")
-    dist.init_process_group(BACKENDS[device.type], rank=place.rank, world_size=place.world_size)
+    seconds = _join_timeout()
+    store = None if seconds is None else _meet(place, seconds)
+    dist.init_process_group(
+        BACKENDS[device.type], store=store, rank=place.rank, world_size=place.world_size
+    )
+
+
+def _join_timeout() -> float | None:
+    """TRAIN_JOIN_TIMEOUT: the launcher's --join-timeout, for ranks it starts one per device
+    (torchrun's ranks meet through torchrun, which keeps its own)."""
+    text = os.environ.get(JOIN_TIMEOUT_ENV, "").strip()
+    try:
+        return float(text) if text else None
+    except ValueError as err:
+        raise DeviceError(f"{JOIN_TIMEOUT_ENV}={text!r} is not a number of seconds") from err
+
+
+def _meet(place: Placement, seconds: float) -> dist.TCPStore:
+    """The store the ranks meet at, rank 0's, with every rank in it within ``seconds``:
+    torch's own wait is 30 minutes, retrying a name that does not resolve all along."""
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    try:
+        store = dist.TCPStore(
+            host,
+            port,
+            place.world_size,
+            is_master=place.rank == 0,
+            timeout=timedelta(seconds=seconds),
+            wait_for_workers=True,
+        )
+    except (RuntimeError, ValueError, OSError) as err:  # DistStoreError is a RuntimeError
+        reason = " ".join(str(err).split())[:200]
+        raise DeviceError(
+            f"rank {place.rank} of {place.world_size}: the ranks did not all meet at "
+            f"{host}:{port} within {seconds:g} s (is every node started, and does {host} "
+            f"resolve and answer from here?): {reason}"
+        ) from err
+    # Met: the group's own waits (collectives, checkpoints) keep torch's default.
+    store.set_timeout(timedelta(minutes=30))
+    return store
 
 
 def average(value: torch.Tensor, world_size: int) -> torch.Tensor:

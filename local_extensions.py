@@ -7,6 +7,7 @@ quoted here, never pasted raw.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import fields
@@ -18,7 +19,15 @@ from jinja2.ext import Extension
 
 # Cookiecutter puts the repo root on sys.path while it renders; the wheel
 # installs the same package. Both give the code `gen ranktable` runs.
-from generator import __version__, catalog, ranktable, ranktable_rules, report
+from generator import (
+    __version__,
+    catalog,
+    ranktable,
+    ranktable_model,
+    ranktable_node,
+    ranktable_rules,
+    report,
+)
 from generator.options import Options
 
 
@@ -53,9 +62,15 @@ def project_record(context: Mapping[str, object]) -> str:
 def module_source(name: object) -> str:
     """The text of one of generator's stdlib-only modules, to ship it in a project: the same
     code, importing its sibling as the module beside it in scripts/."""
-    modules = {"ranktable": ranktable, "ranktable_rules": ranktable_rules, "report": report}
+    modules = {
+        "ranktable": ranktable,
+        "ranktable_model": ranktable_model,
+        "ranktable_node": ranktable_node,
+        "ranktable_rules": ranktable_rules,
+        "report": report,
+    }
     text = Path(modules[str(name)].__file__).read_text(encoding="utf-8").rstrip("\n")
-    return text.replace("from generator.ranktable_rules import", "from ranktable_rules import")
+    return re.sub(r"^from generator\.(ranktable_\w+) import", r"from \1 import", text, flags=re.M)
 
 
 class TrainTemplateExtension(Extension):

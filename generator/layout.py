@@ -16,8 +16,11 @@ from generator.options import FRAMEWORKS, Options
 ASCEND_ONLY = (
     "rank_table_8p.json",
     "scripts/rank_table.py",
+    "scripts/ranktable_model.py",
+    "scripts/ranktable_node.py",
     "scripts/ranktable_rules.py",
     "scripts/run_ranktable.sh",
+    "scripts/per_rank.sh",
     "Dockerfile.ascend",
     # Ascend ModelZoo's entry points: test/train_{full,performance}_{1p,8p}.sh.
     "test",

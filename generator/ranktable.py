@@ -1,10 +1,10 @@
 """HCCL rank tables: build, merge, convert to version 1.0, check, and find one node's ranks.
 
-Standard library only and free of other generator imports but its rules: the
-same file is copied into generated Ascend projects as scripts/rank_table.py
-(beside scripts/ranktable_rules.py), so that launch scripts on a cluster node
-check a table, build one from /etc/hccn.conf and read their ranks with the code
-`gen ranktable` uses.
+Standard library only and free of other generator imports but its siblings
+(ranktable_model, ranktable_rules, ranktable_node): the same files are copied into
+generated Ascend projects as scripts/rank_table.py and scripts/ranktable_*.py, so
+that launch scripts on a cluster node check a table, build one from /etc/hccn.conf
+and read their ranks with the code `gen ranktable` uses.
 """
 
 from __future__ import annotations
@@ -15,36 +15,36 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
-from generator.ranktable_rules import (
-    CHIPS,
-    DEFAULT_CHIP,
-    Device,
-    RankTable,
-    RankTableError,
-    Server,
-    validate,
+from generator.ranktable_model import Device, RankTable, RankTableError, Server, SuperPod
+from generator.ranktable_node import (
+    Node,
+    find_node,
+    local_indexes,
+    master,
+    parse_device_ids,
+    visible_devices,
 )
+from generator.ranktable_rules import CHIPS, DEFAULT_CHIP, validate
 
-__all__ = ["RankTable", "RankTableError", "Server", "Device", "validate", "CHIPS", "DEFAULT_CHIP"]
-
-
-def parse_device_ids(spec: str) -> list[int]:
-    """``"0-7"``, ``"0,1,2,3"`` or ``"4-5,6,7"`` as a list of device ids."""
-    ids: list[int] = []
-    for part in spec.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not match:
-            raise RankTableError([f"devices: {spec!r} is not a list like 0-7 or 0,1,2,3"])
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) is not None else first
-        if last < first:
-            raise RankTableError([f"devices: range {part.strip()!r} runs backwards"])
-        ids.extend(range(first, last + 1))
-    return ids
+__all__ = [
+    "CHIPS",
+    "DEFAULT_CHIP",
+    "Device",
+    "Node",
+    "RankTable",
+    "RankTableError",
+    "Server",
+    "SuperPod",
+    "find_node",
+    "local_indexes",
+    "master",
+    "validate",
+    "visible_devices",
+]
 
 
 def read_hccn_conf(text: str) -> dict:
@@ -91,33 +91,64 @@ def generate_from_hccn(
 
 
 def merge(tables: Iterable[RankTable], chip: str = DEFAULT_CHIP) -> RankTable:
-    """Several tables as one, servers in the given order and ranks renumbered from 0."""
+    """Several tables as one, servers in the given order and ranks renumbered from 0. Each
+    server keeps its host and pod addresses and its devices' super_device_id; super pods of
+    the same id are one pod (A3: each node's table names the pod it is in)."""
+    tables = list(tables)
+    versions = sorted({table.version for table in tables})
+    if len(versions) > 1:
+        raise RankTableError(
+            [f"tables of versions {' and '.join(versions)} cannot be merged: convert them first"]
+        )
     servers: list[Server] = []
+    pods: dict[str, list[str]] = {}
     rank = 0
     for table in tables:
         for server in table.servers:
             devices = []
-            for device in server.devices:
-                devices.append(Device(device.device_id, device.device_ip, rank))
+            for d in server.devices:
+                devices.append(Device(d.device_id, d.device_ip, rank, d.super_device_id))
                 rank += 1
-            servers.append(Server(server.server_id, tuple(devices)))
-    return validate(RankTable(tuple(servers)).to_dict(), chip)
+            servers.append(replace(server, devices=tuple(devices)))
+        for pod in table.super_pods:
+            pods.setdefault(pod.super_pod_id, []).extend(pod.server_ids)
+    super_pods = tuple(SuperPod(pod_id, tuple(ids)) for pod_id, ids in pods.items())
+    merged = RankTable(tuple(servers), versions[0] if versions else "1.0", super_pods)
+    return validate(merged.to_dict(), chip)
 
 
-def convert(table: RankTable) -> RankTable:
-    """The same job as a version 1.0 table: what every CANN release and MindSpore read.
+def convert(table: RankTable, version: str | None = None) -> RankTable:
+    """The same job in HCCL's server_list form: a group_list or MindCluster table becomes
+    version 1.0; a 1.2 table (A3) stays 1.2, its super pods and super_device_ids kept, unless
+    ``version`` is "1.0" (A3 servers outside super-pod mode read 1.0 and ignore them).
 
-    Each server is named by its address (MindCluster's host_ip where it has one);
-    A3's super_device_id and super_pod_list are dropped.
+    Each server is named by its address (MindCluster's host_ip where it has one), in the
+    super pods too; its container_ip is kept.
     """
+    version = version or table.version
+    names = {server.server_id: server.host_ip or server.server_id for server in table.servers}
     servers = tuple(
         Server(
-            server.host_ip or server.server_id,
-            tuple(Device(d.device_id, d.device_ip, d.rank_id) for d in server.devices),
+            names[server.server_id],
+            tuple(
+                Device(
+                    d.device_id,
+                    d.device_ip,
+                    d.rank_id,
+                    d.super_device_id if version == "1.2" else None,
+                )
+                for d in server.devices
+            ),
+            server.host_ip,
+            server.container_ip,
         )
         for server in table.servers
     )
-    return RankTable(servers)
+    pods = tuple(
+        SuperPod(pod.super_pod_id, tuple(names[i] for i in pod.server_ids))
+        for pod in table.super_pods
+    )
+    return RankTable(servers, version, pods if version == "1.2" else ())
 
 
 def example(devices_per_node: int, nnodes: int = 1) -> RankTable:
@@ -156,122 +187,6 @@ def load(path: Path, chip: str = DEFAULT_CHIP) -> RankTable:
     return loads(text, str(path), chip)
 
 
-# --- one node's view, for the launchers -----------------------------------------------------
-@dataclass(frozen=True)
-class Node:
-    """This node's entry in a table: its index, its server, the job's size and its master
-    (rank 0's server)."""
-
-    index: int
-    server: Server
-    rank_size: int
-    master: str
-
-
-def find_node(
-    table: RankTable,
-    node_rank: int | None = None,
-    addresses: Sequence[str] = (),
-    nproc: int | None = None,
-) -> Node:
-    """The server entry of this node: server_list[node_rank], else the one listing one of
-    ``addresses``. RankTableError (one line) when none or several fit, or when its device
-    count is not ``nproc``."""
-    servers = table.servers
-    if node_rank is not None:
-        if not 0 <= node_rank < len(servers):
-            raise RankTableError(
-                [f"--node-rank {node_rank}: the table numbers its servers 0-{len(servers) - 1}"]
-            )
-        index = node_rank
-    else:
-        hits = [i for i, s in enumerate(servers) if set(s.addresses) & set(addresses)]
-        listed = ", ".join(s.addresses[0] for s in servers)
-        if len(hits) != 1:
-            what = "none" if not hits else "several"
-            raise RankTableError(
-                [
-                    f"{what} of the table's servers ({listed}) is this host "
-                    f"({', '.join(addresses) or 'no address found'}): pass --node-rank N"
-                ]
-            )
-        index = hits[0]
-    server = servers[index]
-    if nproc is not None and nproc != len(server.devices):
-        raise RankTableError(
-            [
-                f"server {server.server_id} has {len(server.devices)} device(s) in the table, "
-                f"but --nproc is {nproc}"
-            ]
-        )
-    return Node(index, server, table.rank_size, master(table))
-
-
-def master(table: RankTable) -> str:
-    """The address of the server holding rank 0: torch's ranks meet at rank 0's store.
-
-    An operator lists servers in its own order (Volcano: pods as placed), so rank 0 need
-    not be on the first server, nor on the pod the operator calls the master.
-    """
-    holder = next(s for s in table.servers if any(d.rank_id == 0 for d in s.devices))
-    return holder.addresses[0]
-
-
-# --- device numbering: the table's ids are physical, a process's are local ------------------
-# HCCL's device_id is the physical id, the N of the host's /dev/davinciN (CANN HCCL user
-# guide, rank table configuration: "device_id: 处理器的物理ID ... ls /dev/davinci*"). A process
-# sets its device by logical id, 0 to N-1 over the devices its container holds
-# (ASCEND_DEVICE_ID, CANN environment variable reference envref_07_0027: "逻辑ID ...
-# N为当前物理机/虚拟机/容器内的设备总数"); on bare metal the two are the same. The Ascend
-# docker runtime takes physical ids in ASCEND_VISIBLE_DEVICES and mounts /dev/davinciN under
-# its own name (ascend-docker-runtime runtime/main.go), as `docker run --device` does, so
-# a container given devices 4-7 sees /dev/davinci4-7 and numbers them 0-3 (MindCluster's
-# train_start.sh exports DEVICE_ID=${i}, the local index; its ClusterD records
-# device_logical_id as the position among the pod's sorted devices).
-VISIBLE_ENV = "ASCEND_VISIBLE_DEVICES"
-DAVINCI = re.compile(r"davinci(\d+)")
-
-
-def visible_devices(env: Mapping[str, str], dev: Path = Path("/dev")) -> list[int] | None:
-    """The physical ids of the NPUs this host or container holds, ascending: the Ascend
-    docker runtime's ASCEND_VISIBLE_DEVICES (0-3,6 or Ascend910-4 forms), else the
-    /dev/davinciN nodes; None where neither says (no NPU here: ids are taken as they are)."""
-    listed = env.get(VISIBLE_ENV, "").strip()
-    if listed:
-        tails = [
-            re.sub(r"^[A-Za-z][A-Za-z0-9]*-(?=\d)", "", part.strip()) for part in listed.split(",")
-        ]
-        try:
-            return sorted(set(parse_device_ids(",".join(tails))))
-        except RankTableError:
-            pass  # "all", names we cannot read: the device nodes say
-    found = [int(m.group(1)) for p in dev.glob("davinci*") if (m := DAVINCI.fullmatch(p.name))]
-    return sorted(found) or None
-
-
-def local_indexes(physical: Sequence[int], visible: list[int] | None) -> list[int]:
-    """The id each process gives its framework for the table's ``physical`` devices: the
-    position among the ``visible`` ones (the same id on bare metal). RankTableError (one
-    line) when the table names a device this container does not hold."""
-    if visible is None:
-        return list(physical)
-    missing = [d for d in physical if d not in visible]
-    if missing:
-        raise RankTableError(
-            [
-                f"the table puts this node's ranks on devices {_ids(physical)}, but devices "
-                f"{_ids(missing)} are not here (this host or container holds {_ids(visible)}: "
-                f"{VISIBLE_ENV} or /dev/davinci*); give the job those devices, or a table "
-                "for these"
-            ]
-        )
-    return [visible.index(d) for d in physical]
-
-
-def _ids(ids: Sequence[int]) -> str:
-    return ",".join(str(i) for i in ids)
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rank_table.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -287,23 +202,65 @@ def _parser() -> argparse.ArgumentParser:
     node.add_argument("--node-rank", type=int)
     node.add_argument("--nproc", type=int)
     node.add_argument("--address", action="append", default=[], help="this host's (repeat)")
-    for command in (check, gen, node):
+    node.add_argument("--converted", type=Path, help="where a group_list table is rewritten")
+    local = commands.add_parser("local", help="build a table for this host's first N devices")
+    local.add_argument("--nproc", type=int, required=True)
+    local.add_argument("--hccn-conf", type=Path, default=Path("/etc/hccn.conf"))
+    local.add_argument("--address", action="append", default=[], help="this host's (repeat)")
+    local.add_argument("-o", "--output", type=Path, required=True)
+    for command in (check, gen, node, local):
         command.add_argument("--chip", choices=sorted(CHIPS), default=DEFAULT_CHIP)
     return parser
 
 
 def _print_node(args: argparse.Namespace) -> None:
-    """Lines a launcher reads: RANK_SIZE n, NODE index address, MASTER address, and
-    RANK r device index: the table's (physical) device and the id the process uses."""
+    """Lines a launcher reads: NOTE text, TABLE path (a group_list table rewritten as 1.0),
+    RANK_SIZE n, NODE index address, MASTER address, and RANK r device index: the table's
+    (physical) device and the id the process uses."""
     addresses = [a for a in args.address if a]
-    found = find_node(load(args.file, args.chip), args.node_rank, addresses, args.nproc)
+    table = load(args.file, args.chip)
+    found = find_node(table, args.node_rank, addresses, args.nproc)
+    if args.converted and '"group_list"' in args.file.read_text(encoding="utf-8"):
+        # HCCL numbers a group_list's ranks its own way (server_id order, then device):
+        # the ranks are given the table they were numbered from.
+        args.converted.parent.mkdir(parents=True, exist_ok=True)
+        args.converted.write_text(convert(table).dumps(), encoding="utf-8")
+        print(f"TABLE {args.converted}")
     devices = found.server.devices
     indexes = local_indexes([d.device_id for d in devices], visible_devices(os.environ))
+    if found.note:
+        print(f"NOTE {found.note}")
     print(f"RANK_SIZE {found.rank_size}")
     print(f"NODE {found.index} {found.server.addresses[0]}")
     print(f"MASTER {found.master}")
     for device, index in zip(devices, indexes):
         print(f"RANK {device.rank_id} {device.device_id} {index}")
+
+
+def local_table(
+    addresses: Sequence[str], nproc: int, hccn_conf: str, chip: str = DEFAULT_CHIP
+) -> RankTable:
+    """A one-server table for this host: its first address that is not loopback, the first
+    ``nproc`` devices it holds (0 to nproc-1 where it cannot tell), their addresses from
+    the text of /etc/hccn.conf."""
+    server_ip = next((a for a in addresses if a and not a.startswith("127.")), "127.0.0.1")
+    held = visible_devices(os.environ) or list(range(nproc))
+    if len(held) < nproc:
+        raise RankTableError([f"--nproc {nproc}: this host holds devices {held} only"])
+    return generate_from_hccn(server_ip, held[:nproc], hccn_conf, chip)
+
+
+def _write_local(args: argparse.Namespace) -> None:
+    try:
+        text = args.hccn_conf.read_text(encoding="utf-8")
+    except OSError as err:
+        raise RankTableError(
+            [f"{args.hccn_conf}: {err.strerror} (it lists each device's address_N)"]
+        ) from err
+    table = local_table(args.address, args.nproc, text, args.chip)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(table.dumps(), encoding="utf-8")
+    print(f"wrote {args.output} for this host: {table.summary()}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -314,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(load(args.file, args.chip).summary())
         elif args.command == "node":
             _print_node(args)
+        elif args.command == "local":
+            _write_local(args)
         else:
             ids = parse_device_ids(args.devices)
             table = generate_from_hccn(args.server_ip, ids, args.hccn_conf.read_text(), args.chip)

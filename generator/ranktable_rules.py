@@ -1,11 +1,13 @@
-"""HCCL rank tables: the model, and the rules a table must keep, by chip and by format.
+"""HCCL rank tables: the rules a table must keep, by chip and by format.
 
 Formats read: version 1.0 and 1.2 (server_list; 1.2 adds super_device_id and a
 super_pod_list for Atlas A3), MindCluster's hccl.json (server_list with
 host_ip and container_ip) and the older group_list form (ModelArts'
 jobstart_hccl.json, the ModelZoo 8p.json). Chips: 910 (Atlas training series:
-1, 2, 4 or 8 devices, 2 and 4 inside 0-3 or 4-7), 910b (Atlas A2: 1 to 8) and
-910_93 (Atlas A3: 1 to 16). Every server of a job has the same device count.
+1, 2, 4 or 8 devices, 2 and 4 inside 0-3 or 4-7), 910b (Atlas A2: 1 to 8, 16 on
+Box16 servers) and 910_93 (Atlas A3: 1 to 16). Every server of a job has the same
+device count. A server_id is any name (HCCL's guide writes "node_0"); a launcher
+finds a named server by its host_ip, else by --node-rank.
 
 Standard library only: generated Ascend projects carry this file as
 scripts/ranktable_rules.py beside scripts/rank_table.py.
@@ -16,99 +18,34 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
-STATUS = "completed"
+from generator.ranktable_model import (
+    STATUS,
+    Device,
+    RankTable,
+    RankTableError,
+    Server,
+    SuperPod,
+)
+
+__all__ = ["Device", "RankTable", "RankTableError", "Server", "SuperPod", "validate"]
 VERSIONS = ("1.0", "1.2")
-# device_id range and the device counts a server may use, per chip.
+# device_id range and the device counts a server may use, per chip. HCCL reads device_id up
+# to 7 on the 910 and up to 15 on the 910B and 910_93 (hcomm topoinfo: "device_id more than 7
+# is invalid"; GetMaxDevNum, MAX_DEVICE_NUM_SIXTEEN). Atlas A2 servers hold 8 NPUs, its Box16
+# servers 16 in two groups of 8 (MindCluster ascend-for-volcano module910bx16: nodeNPUNumber
+# 16); an A3 server 16 devices, 8 NPUs of 2 dies (ascend910a3: NodeNPUNumber16, DieNPUNumber).
 CHIPS: dict[str, tuple[int, tuple[int, ...]]] = {
     "910": (8, (1, 2, 4, 8)),
-    "910b": (8, tuple(range(1, 9))),
+    "910b": (16, tuple(range(1, 17))),
     "910_93": (16, tuple(range(1, 17))),
 }
+# HCCL's limit on a server_id (hccl rank table guide: "长度小于等于64").
+SERVER_ID_MAX = 64
 DEFAULT_CHIP = "910b"
 # The first-generation 910 links 2- and 4-device jobs only inside one 4-device group.
 GROUPS_910 = (frozenset(range(0, 4)), frozenset(range(4, 8)))
-
-
-class RankTableError(ValueError):
-    """Raised when a rank table or its inputs are invalid; ``problems`` holds one line each."""
-
-    def __init__(self, problems: list[str]) -> None:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(problems[0] + more)
-        self.problems = list(problems)
-
-
-@dataclass(frozen=True)
-class Device:
-    """One NPU: its index on the server, its NIC address, its global rank (and A3's id)."""
-
-    device_id: int
-    device_ip: str
-    rank_id: int
-    super_device_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Server:
-    """One server (node) and its devices, in rank order; MindCluster adds host and pod IPs."""
-
-    server_id: str
-    devices: tuple[Device, ...]
-    host_ip: str | None = None
-    container_ip: str | None = None
-
-    @property
-    def addresses(self) -> tuple[str, ...]:
-        """The addresses a launcher may know this server by."""
-        return tuple(a for a in (self.host_ip, self.container_ip, self.server_id) if a)
-
-
-@dataclass(frozen=True)
-class RankTable:
-    """A whole rank table; ``to_dict`` gives HCCL's JSON shape (every value a string)."""
-
-    servers: tuple[Server, ...]
-    version: str = "1.0"
-    super_pods: tuple[Any, ...] = ()
-
-    @property
-    def rank_size(self) -> int:
-        return sum(len(server.devices) for server in self.servers)
-
-    def to_dict(self) -> dict[str, Any]:
-        servers = []
-        for server in self.servers:
-            devices = []
-            for d in server.devices:
-                device = {"device_id": str(d.device_id), "device_ip": d.device_ip}
-                if d.super_device_id is not None:
-                    device["super_device_id"] = d.super_device_id
-                devices.append({**device, "rank_id": str(d.rank_id)})
-            entry: dict[str, Any] = {"server_id": server.server_id, "device": devices}
-            if server.host_ip or server.container_ip:
-                extra = {"host_ip": server.host_ip, "container_ip": server.container_ip}
-                entry.update({k: v for k, v in extra.items() if v})
-            else:
-                entry["host_nic_ip"] = "reserve"
-            servers.append(entry)
-        table = {"version": self.version, "server_count": str(len(self.servers))}
-        table.update(server_list=servers, status=STATUS)
-        if self.super_pods:
-            table["super_pod_list"] = list(self.super_pods)
-        return table
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_dict(), indent=4) + "\n"
-
-    def summary(self) -> str:
-        servers = ", ".join(f"{s.server_id} ({len(s.devices)})" for s in self.servers)
-        return (
-            f"rank table {self.version}: {len(self.servers)} server(s), "
-            f"{self.rank_size} rank(s): {servers}"
-        )
 
 
 class _Checker:
@@ -135,6 +72,18 @@ class _Checker:
             self.problems.append(f"{where}: {text!r} is not a whole number")
             return None
         return None if text is None else int(text)
+
+    def server_id(self, where: str, value: object, ids: set) -> str | None:
+        """An address or a name ("node_0"), unique and at most SERVER_ID_MAX long."""
+        text = self.string(where, value)
+        if text is not None and not 0 < len(text) <= SERVER_ID_MAX:
+            self.problems.append(f"{where}: must be 1 to {SERVER_ID_MAX} characters")
+            return None
+        if text is not None:
+            if text in ids:
+                self.problems.append(f"{where}: {text!r} appears twice")
+            ids.add(text)
+        return text
 
     def ip(self, where: str, value: object) -> str | None:
         text = self.string(where, value)
@@ -174,7 +123,10 @@ class _Checker:
         if device_id is None or ip is None or rank_id is None:
             return None
         seen.append(device_id)
-        return Device(device_id, ip, rank_id, data.get("super_device_id"))
+        super_id = data.get("super_device_id")
+        if super_id is not None and self.number(f"{where}.super_device_id", super_id) is None:
+            return None
+        return Device(device_id, ip, rank_id, super_id)
 
     def counts(self, where: str, ids: list[int]) -> None:
         allowed = CHIPS[self.chip][1]
@@ -210,13 +162,7 @@ def _server(check: _Checker, where: str, data: object, ids: set) -> Server | Non
         return None
     host_ip = check.ip(f"{where}.host_ip", data["host_ip"]) if "host_ip" in data else None
     container_ip = data.get("container_ip") if isinstance(data.get("container_ip"), str) else None
-    # The launcher finds its server by address: server_id is one, unless host_ip says it.
-    read = check.string if host_ip else check.ip
-    server_id = read(f"{where}.server_id", data.get("server_id"))
-    if server_id is not None:
-        if server_id in ids:
-            check.problems.append(f"{where}.server_id: {server_id!r} appears twice")
-        ids.add(server_id)
+    server_id = check.server_id(f"{where}.server_id", data.get("server_id"), ids)
     listed = data.get("device")
     if not isinstance(listed, list) or not listed:
         check.problems.append(f"{where}.device: must be a non-empty list of devices")
@@ -246,9 +192,70 @@ def _server_list(data: dict[str, Any], check: _Checker) -> RankTable:
     ids: set = set()
     servers = [_server(check, f"server_list[{s}]", item, ids) for s, item in enumerate(server_list)]
     found = [s for s in servers if s is not None]
+    pods = _super_pods(check, data, found) if version == "1.2" else ()
     check.finish(found)
-    pods = data.get("super_pod_list") or ()
-    return RankTable(tuple(found), str(version), tuple(pods) if isinstance(pods, list) else ())
+    return RankTable(tuple(found), str(version), pods)
+
+
+def _super_pods(check: _Checker, data: dict[str, Any], servers: list[Server]) -> tuple:
+    """Version 1.2's super_pod_list, by HCCL's rules (hcomm topoinfo CheckSuperPodInfo):
+    every server in exactly one pod, every device with a super_device_id unique in its pod.
+    Without the list, HCCL runs A3 servers as plain servers ("AI Server" mode)."""
+    listed = data.get("super_pod_list")
+    if listed is None:
+        return ()
+    if not isinstance(listed, list) or not listed:
+        check.problems.append("super_pod_list: must be a non-empty list of super pods")
+        return ()
+    known = {server.server_id: server for server in servers}
+    pods: list[SuperPod] = []
+    placed: dict[str, str] = {}
+    for p, item in enumerate(listed):
+        where = f"super_pod_list[{p}]"
+        entries = item.get("server_list") if isinstance(item, dict) else None
+        pod_id = (
+            check.string(f"{where}.super_pod_id", item.get("super_pod_id")) if entries else None
+        )
+        if not isinstance(entries, list) or not entries or not pod_id:
+            check.problems.append(f"{where}: needs a super_pod_id and a non-empty server_list")
+            continue
+        if any(pod.super_pod_id == pod_id for pod in pods):
+            check.problems.append(f"{where}.super_pod_id: {pod_id!r} appears twice")
+        ids = [e.get("server_id") if isinstance(e, dict) else None for e in entries]
+        for s, server_id in enumerate(ids):
+            if server_id not in known:
+                check.problems.append(
+                    f"{where}.server_list[{s}]: {server_id!r} is not in server_list"
+                )
+            elif server_id in placed:
+                other = placed[server_id]
+                check.problems.append(
+                    f"{where}.server_list[{s}]: {server_id!r} is already in super pod {other!r}"
+                )
+            placed.setdefault(str(server_id), pod_id)
+        pods.append(SuperPod(pod_id, tuple(str(i) for i in ids)))
+        devices = [d for i in ids if i in known for d in known[i].devices]
+        _super_device_ids(check, where, devices)
+    unplaced = [server_id for server_id in known if server_id not in placed]
+    if unplaced:
+        check.problems.append(f"super_pod_list: servers {unplaced} are in no super pod")
+    return tuple(pods)
+
+
+def _super_device_ids(check: _Checker, where: str, devices: list[Device]) -> None:
+    seen: set[str] = set()
+    for device in devices:
+        sdid = device.super_device_id
+        if sdid is None:
+            check.problems.append(
+                f"{where}: rank {device.rank_id} has no super_device_id (npu-smi info -t "
+                "spod-info shows each device's SDID)"
+            )
+        elif sdid in seen:
+            check.problems.append(
+                f"{where}: super_device_id {sdid} appears twice in this super pod"
+            )
+        seen.add(str(sdid))
 
 
 def _group_list(data: dict[str, Any], check: _Checker) -> RankTable:
@@ -270,7 +277,7 @@ def _group_list(data: dict[str, Any], check: _Checker) -> RankTable:
             if not isinstance(instance, dict):
                 check.problems.append(f"{where}: must be an object")
                 continue
-            server_id = check.ip(f"{where}.server_id", instance.get("server_id"))
+            server_id = check.string(f"{where}.server_id", instance.get("server_id"))
             devices = instance.get("devices")
             if not isinstance(devices, list) or not devices:
                 check.problems.append(f"{where}.devices: must be a non-empty list of devices")

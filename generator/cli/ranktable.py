@@ -118,12 +118,19 @@ def merge(tables: tuple[Path, ...], chip: str | None, output: Path, force: bool)
 @ranktable.command()
 @click.argument("table", type=click.Path(dir_okay=False, path_type=Path))
 @CHIP
+@click.option(
+    "--version",
+    "version",
+    type=click.Choice(["1.0"]),
+    help="Write 1.0 even from a 1.2 table (A3 servers outside super-pod mode).",
+)
 @OUTPUT
 @FORCE
-def convert(table: Path, chip: str | None, output: Path, force: bool) -> None:
-    """Rewrite a group_list, version 1.2 or MindCluster table as version 1.0."""
+def convert(table: Path, chip: str | None, version: str | None, output: Path, force: bool) -> None:
+    """Rewrite a group_list or MindCluster table as HCCL's server_list form: version 1.0,
+    or 1.2 for an A3 table (its super pods kept)."""
     with _rank_table_errors():
-        converted = rt.convert(rt.load(table, _chip(chip)))
+        converted = rt.convert(rt.load(table, _chip(chip)), version)
     _write(converted, output, force)
 
 

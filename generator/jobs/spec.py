@@ -34,8 +34,10 @@ PROJECT_ACCELERATORS = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ACCELE
 TRAINER_VERSIONS = ("2.0", "2.1", "2.2+")
 # Trainer's gang plugins; the other kinds are gangs by themselves (see gen job render --help).
 GANGS = ("volcano", "coscheduling")
-# Devices a node may give one pod: Atlas A3 (910_93) nodes hold 16 NPUs, others up to 8.
-A3_DEVICES = (*DEVICES_PER_NODE, 16)
+# Devices a node may give one pod: Atlas A3 (910_93) servers and Atlas A2 Box16 (910b)
+# servers hold 16 NPUs, others up to 8 (generator/ranktable_rules.py CHIPS, with sources).
+SIXTEEN_CHIPS = ("910b", "910_93")
+SIXTEEN = (*DEVICES_PER_NODE, 16)
 DEFAULT_JOIN_TIMEOUT = 600
 CLAIM = "PersistentVolumeClaim"
 MAX_JOIN_TIMEOUT = 86400
@@ -132,9 +134,9 @@ def _number(option: str, value: int, low: int, high: int) -> int:
 
 
 def _devices(value: int, chip: str) -> int:
-    allowed = A3_DEVICES if chip == "910_93" else DEVICES_PER_NODE
+    allowed = SIXTEEN if chip in SIXTEEN_CHIPS else DEVICES_PER_NODE
     if value not in allowed:
-        where = "" if chip == "910_93" else " (16 only on --chip 910_93, Atlas A3)"
+        where = "" if chip in SIXTEEN_CHIPS else " (16 only on --chip 910b or 910_93)"
         raise OptionError(
             "--devices-per-node",
             f"{value} is not allowed; choose one of {', '.join(map(str, allowed))}{where}",
@@ -206,10 +208,11 @@ KNOWN_ACCELERATOR_TYPES = (
 )
 
 
-def accelerator_type(chip: str, given: str | None) -> str:
-    """The node label value for ``chip``'s servers, or the one given (a known value)."""
+def accelerator_type(chip: str, given: str | None, devices: int = 8) -> str:
+    """The node label value for ``chip``'s servers (an A2 pod of 16: Box16's), or the one
+    given (a known value)."""
     if given is None:
-        return ACCELERATOR_TYPES[chip]
+        return "module-910b-16" if (chip, devices) == ("910b", 16) else ACCELERATOR_TYPES[chip]
     if given not in KNOWN_ACCELERATOR_TYPES and not given.startswith("card"):
         raise OptionError(
             "--accelerator-type",
@@ -285,7 +288,7 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
         output_pvc=_optional(request.output_pvc, names.check_subdomain, "--output-pvc", CLAIM),
         join_timeout=_number("--join-timeout", request.join_timeout, 1, MAX_JOIN_TIMEOUT),
         chip=chip,
-        accelerator_type=accelerator_type(chip, request.accelerator_type) if chip else "",
+        accelerator_type=accelerator_type(chip, request.accelerator_type, devices) if chip else "",
         trainer_version=_trainer_version(request),
         gang=_gang(request, _trainer_version(request)),
         image=_image(request, project_dir, accelerator),

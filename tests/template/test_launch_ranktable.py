@@ -16,7 +16,7 @@ import pytest
 
 from generator import ranktable
 from tests.conftest import RenderProject
-from tests.template.launchers import env, fake_python, run
+from tests.template.launchers import env, fake_python, run, this_host
 
 RANK_LINE = re.compile(
     r"^RANK_TABLE_FILE=(\S+) RANK_SIZE=(\d+) RANK_ID=(\d+) DEVICE_ID=(\d+) ", re.M
@@ -26,17 +26,6 @@ RANK_LINE = re.compile(
 def ranks(stdout: str) -> list[tuple[int, int, int]]:
     """(RANK_SIZE, RANK_ID, DEVICE_ID) of every rank a dry run prints."""
     return [(int(s), int(r), int(d)) for _, s, r, d in RANK_LINE.findall(stdout)]
-
-
-def this_host() -> str:
-    """An address of this host that is not loopback, as the launcher finds them."""
-    script = (
-        Path(__file__).resolve().parents[2] / "{{cookiecutter.project}}" / "scripts" / "cluster.py"
-    )
-    found = subprocess.run(
-        [sys.executable, str(script), "addresses"], capture_output=True, text=True
-    )
-    return next(a for a in found.stdout.split() if not a.startswith("127."))
 
 
 def table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
@@ -86,9 +75,9 @@ def test_a_pod_finds_its_entry_by_its_hosts_address(ms_ascend: Path, tmp_path: P
     ("servers", "args", "message"),
     [
         (
-            [("10.250.0.8", [0, 1, 2, 3])],
+            [("10.250.0.8", [0, 1, 2, 3]), ("10.250.0.9", [0, 1, 2, 3])],
             [],
-            "none of the table's servers (10.250.0.8) is this host",
+            "none of the table's servers (10.250.0.8, 10.250.0.9) is this host",
         ),
         (
             [("10.250.0.8", [0, 1])],
@@ -161,7 +150,8 @@ def test_a_version_1_2_table_is_accepted(ms_ascend: Path, tmp_path: Path) -> Non
     data = json.loads(table(tmp_path / "t.json", [("10.250.0.8", [0, 1, 2, 3])]).read_text())
     for device in data["server_list"][0]["device"]:
         device["super_device_id"] = str(37748736 + int(device["device_id"]))
-    data |= {"version": "1.2", "super_pod_list": [{"super_pod_id": "0"}]}
+    pods = [{"super_pod_id": "0", "server_list": [{"server_id": "10.250.0.8"}]}]
+    data |= {"version": "1.2", "super_pod_list": pods}
     (tmp_path / "a3.json").write_text(json.dumps(data))
     args = ("--rank-table", str(tmp_path / "a3.json"), "--node-rank", "0", "--chip", "910_93")
     result = dry_run(ms_ascend, *args)
@@ -273,3 +263,92 @@ def test_a_table_naming_devices_this_container_lacks_is_one_line(
         "(this host or container holds 0,1,2,3: ASCEND_VISIBLE_DEVICES or /dev/davinci*); "
         "give the job those devices, or a table for these"
     ), line
+
+
+@pytest.mark.parametrize("framework", ["mindspore", "pytorch"])
+def test_a_one_server_table_runs_on_the_host_it_is_given_to(
+    render_project: RenderProject, tmp_path: Path, framework: str
+) -> None:
+    """ModelZoo's 8p.json says 127.0.0.1, a shipped example a placeholder: either way the
+    ranks run and meet here, with a note when the address is not this host's."""
+    project = render_project(framework=framework, target="ascend", devices_per_node=4)
+    path = table(tmp_path / "t.json", [("10.250.0.8", [0, 1, 2, 3])])
+    launcher = ("--launcher", "ranktable") if framework == "pytorch" else ()
+    result = dry_run(project, *launcher, "--rank-table", str(path))
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(4, r, r) for r in range(4)]
+    (note,) = [line for line in result.stderr.splitlines() if "note:" in line]
+    assert "note: the table's one server (10.250.0.8) is not one of this host's addresses" in note
+    assert note.endswith("): its ranks run here")
+    if framework == "pytorch":
+        assert result.stdout.count(" MASTER_ADDR=127.0.0.1 ") == 4
+    here = table(tmp_path / "here.json", [("127.0.0.1", [0, 1, 2, 3])])
+    result = dry_run(project, *launcher, "--rank-table", str(here))
+    assert result.returncode == 0 and "note:" not in result.stderr, result.stderr
+
+
+IPS = ("10.250.0.8", "10.250.0.9")
+
+
+def test_servers_named_not_addressed_are_found_by_node_rank(
+    ms_ascend: Path, tmp_path: Path
+) -> None:
+    # HCCL's guide writes server_id "node_0"; nothing says which host that is.
+    data = json.loads(table(tmp_path / "t.json", [(IP, [0, 1, 2, 3]) for IP in IPS]).read_text())
+    for n, server in enumerate(data["server_list"]):
+        server["server_id"] = f"node_{n}"
+    (tmp_path / "named.json").write_text(json.dumps(data))
+    result = dry_run(ms_ascend, "--rank-table", str(tmp_path / "named.json"))
+    assert result.returncode == 1
+    assert "none of the table's servers (node_0, node_1) is this host" in result.stderr
+    assert result.stderr.rstrip().endswith("pass --node-rank N")
+    found = dry_run(ms_ascend, "--rank-table", str(tmp_path / "named.json"), "--node-rank", "1")
+    assert found.returncode == 0, found.stderr
+    assert ranks(found.stdout) == [(8, 4 + r, r) for r in range(4)]
+
+
+def test_without_a_table_mindspore_makes_one_for_this_host(ms_ascend: Path, tmp_path: Path) -> None:
+    hccn = tmp_path / "hccn.conf"
+    hccn.write_text(
+        "".join(f"address_{d}=192.168.100.{d + 1}\nnetmask_{d}=255.255.255.0\n" for d in range(8))
+    )
+    result = dry_run(ms_ascend, "--hccn-conf", str(hccn), "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    made = tmp_path / "out" / "logs" / "rank_table.json"
+    assert f"wrote {made} for this host: rank table 1.0: 1 server(s), 4 rank(s)" in result.stderr
+    parsed = ranktable.load(made)
+    assert parsed.servers[0].server_id == this_host()
+    assert [d.device_ip for d in parsed.servers[0].devices] == [
+        f"192.168.100.{d}" for d in range(1, 5)
+    ]
+    assert ranks(result.stdout) == [(4, r, r) for r in range(4)]
+    assert result.stdout.count(f"RANK_TABLE_FILE={made} ") == 4
+    two = dry_run(ms_ascend, "--hccn-conf", str(hccn), "--nnodes", "2")
+    assert two.returncode == 1 and "a 2-node job needs the job's rank table" in two.stderr
+
+
+def test_a_group_list_table_reaches_the_ranks_as_version_1_0(
+    ms_ascend: Path, tmp_path: Path
+) -> None:
+    """HCCL numbers a group_list's ranks its own way: the ranks get the 1.0 table the
+    launcher numbered them from, written beside their logs."""
+    devices = [{"device_id": str(d), "device_ip": f"192.168.1.{d + 1}"} for d in range(4)]
+    instance = {"pod_name": "npu4p", "server_id": "127.0.0.1", "devices": devices}
+    group = {
+        "group_name": "worker",
+        "device_count": "4",
+        "instance_count": "1",
+        "instance_list": [instance],
+    }
+    (tmp_path / "4p.json").write_text(
+        json.dumps({"status": "completed", "group_count": "1", "group_list": [group]})
+    )
+    result = dry_run(
+        ms_ascend, "--rank-table", str(tmp_path / "4p.json"), "--output", str(tmp_path / "o")
+    )
+    assert result.returncode == 0, result.stderr
+    converted = tmp_path / "o" / "logs" / "rank_table.json"
+    assert result.stdout.count(f"RANK_TABLE_FILE={converted} ") == 4
+    data = json.loads(converted.read_text())
+    assert data["version"] == "1.0" and "group_list" not in data
+    assert [d["rank_id"] for d in data["server_list"][0]["device"]] == ["0", "1", "2", "3"]

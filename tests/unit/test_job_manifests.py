@@ -463,3 +463,16 @@ def test_ascend_nodes_are_selected_by_chip_unless_told(chip: str, label: str) ->
         for template, _, _ in _pods(docs):
             assert template["spec"]["nodeSelector"] == {"accelerator-type": expected}
         assert "annotations" not in docs[-1]["metadata"]  # sp-block is A3's alone
+
+
+def test_an_a2_pod_of_16_npus_goes_to_a_box16_server() -> None:
+    # Atlas 200T A2 Box16: 16 NPUs in two groups of 8 (ascend-for-volcano module910bx16).
+    record = Options(project="demo", framework="pytorch", target="ascend")
+    request = jobs.JobRequest(kind="ascendjob", image=IMAGE, chip="910b", devices_per_node=16)
+    docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
+    for template, _, _ in _pods(docs):
+        assert template["spec"]["nodeSelector"] == {"accelerator-type": "module-910b-16"}
+        resources = template["spec"]["containers"][0]["resources"]
+        assert resources["limits"] == {"huawei.com/Ascend910": 16}
+    for doc in docs:
+        assert k8s_schema.problems(doc) == []

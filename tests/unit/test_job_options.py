@@ -55,9 +55,9 @@ BAD_VALUES = [
     ({"image": "demo@sha256:abc"}, "--image", "not an image reference"),
     ({"kind": "ascendjob", "chip": "310"}, "--chip", "910, 910b, 910_93"),
     (
-        {"kind": "ascendjob", "devices_per_node": 16},
+        {"kind": "ascendjob", "chip": "910", "devices_per_node": 16},
         "--devices-per-node",
-        "16 only on --chip 910_93",
+        "16 only on --chip 910b or 910_93",
     ),
     ({"kind": "ascendjob", "chip": "910_93", "devices_per_node": 32}, "--devices-per-node", "16"),
     ({"kind": "ascendjob", "accelerator_type": "a3"}, "--accelerator-type", "module-910b-8"),

@@ -140,9 +140,9 @@ BROKEN: list[tuple[str, Edit, str]] = [
         "server_list[0].device: must be a non-empty list",
     ),
     (
-        "server_id not an address",
-        lambda t: t["server_list"][0].update(server_id="node-a"),
-        "server_list[0].server_id: 'node-a' is not a valid IPv4 or IPv6 address",
+        "server_id too long",
+        lambda t: t["server_list"][0].update(server_id="n" * 65),
+        "server_list[0].server_id: must be 1 to 64 characters",
     ),
     (
         "unequal servers",
@@ -295,7 +295,8 @@ def test_standalone_script_checks_like_gen(tmp_path: Path) -> None:
 
     script = tmp_path / "rank_table.py"
     script.write_text(module_source("ranktable"))
-    (tmp_path / "ranktable_rules.py").write_text(module_source("ranktable_rules"))
+    for sibling in ("ranktable_model", "ranktable_node", "ranktable_rules"):
+        (tmp_path / f"{sibling}.py").write_text(module_source(sibling))
     (tmp_path / "t.json").write_text(rt.example(8).dumps())
     result = subprocess.run(
         [sys.executable, "-S", "-E", str(script), "check", "t.json"],
@@ -330,7 +331,9 @@ def _table(*servers: dict, version: str = "1.0") -> dict:
     [
         ("910", range(3), "3 devices; a 910 server uses 1, 2, 4, 8"),
         ("910b", range(3), None),
-        ("910b", range(8, 10), "device_id: 8 is out of range 0-7 (chip 910b)"),
+        ("910b", range(16), None),  # Atlas 200T A2 Box16
+        ("910b", range(15, 17), "device_id: 16 is out of range 0-15 (chip 910b)"),
+        ("910", range(7, 9), "device_id: 8 is out of range 0-7 (chip 910)"),
         ("910_93", range(16), None),
         ("910_93", range(17), "17 devices; a 910_93 server uses 1 to 16"),
         ("910b", range(2, 6), None),  # no 0-3 / 4-7 groups after the first 910
@@ -350,13 +353,92 @@ def test_version_1_2_for_atlas_a3_keeps_its_super_pod_ids() -> None:
     server = _server("10.0.0.1", range(16), 0)
     for i, device in enumerate(server["device"]):
         device["super_device_id"] = str(37748736 + i)
-    table = _table(server, version="1.2") | {"super_pod_list": [{"super_pod_id": "0"}]}
+    pods = [{"super_pod_id": "0", "server_list": [{"server_id": "10.0.0.1"}]}]
+    table = _table(server, version="1.2") | {"super_pod_list": pods}
     parsed = rt.validate(table, "910_93")
     assert parsed.version == "1.2" and parsed.servers[0].devices[3].super_device_id == "37748739"
     assert rt.validate(parsed.to_dict(), "910_93").to_dict() == parsed.to_dict()
-    converted = rt.convert(parsed).to_dict()
-    assert converted["version"] == "1.0" and "super_pod_list" not in converted
-    assert "super_device_id" not in converted["server_list"][0]["device"][0]
+    assert rt.convert(parsed).to_dict() == parsed.to_dict()
+    plain = rt.convert(parsed, "1.0").to_dict()  # A3 servers outside super-pod mode
+    assert plain["version"] == "1.0" and "super_pod_list" not in plain
+    assert "super_device_id" not in plain["server_list"][0]["device"][0]
+
+
+def _a3(pods: list, sdids: list[str | None] | None = None) -> dict:
+    servers = [_server(f"node_{n}", range(2), 2 * n, host_ip=f"10.0.0.{n + 1}") for n in range(2)]
+    for i, device in enumerate(d for server in servers for d in server["device"]):
+        sdid = (sdids or [str(i % 2) for _ in range(4)])[i]
+        if sdid is not None:
+            device["super_device_id"] = sdid
+    return _table(*servers, version="1.2") | {"super_pod_list": pods}
+
+
+def _pod(pod_id: str, *servers: str) -> dict:
+    return {"super_pod_id": pod_id, "server_list": [{"server_id": s} for s in servers]}
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (_a3([_pod("0", "node_0"), _pod("1", "node_1")]), None),
+        (_a3([_pod("0", "node_0")]), "super_pod_list: servers ['node_1'] are in no super pod"),
+        (
+            _a3([_pod("0", "node_0", "node_1"), _pod("1", "node_1")]),
+            "super_pod_list[1].server_list[0]: 'node_1' is already in super pod '0'",
+        ),
+        (
+            _a3([_pod("0", "node_0", "node_9"), _pod("1", "node_1")]),
+            "super_pod_list[0].server_list[1]: 'node_9' is not in server_list",
+        ),
+        (
+            _a3([_pod("0", "node_0", "node_1")]),
+            "super_pod_list[0]: super_device_id 0 appears twice in this super pod",
+        ),
+        (
+            _a3([_pod("0", "node_0", "node_1")], ["0", "1", "2", None]),
+            "super_pod_list[0]: rank 3 has no super_device_id",
+        ),
+        (
+            _a3([_pod("0", "node_0", "node_1")], ["0", "1", "2", "x3"]),
+            "server_list[1].device[1].super_device_id: 'x3' is not a whole number",
+        ),
+        (_a3([_pod("0", "node_0"), _pod("0", "node_1")]), "super_pod_id: '0' appears twice"),
+        (_a3([{"server_list": []}]), "super_pod_list[0]: needs a super_pod_id"),
+    ],
+    ids=["good", "unplaced", "twice", "unknown", "sdid twice", "no sdid", "sdid", "id", "empty"],
+)
+def test_super_pods_follow_hccls_rules(table: dict, problem: str | None) -> None:
+    if problem is None:
+        assert [p.server_ids for p in rt.validate(table, "910_93").super_pods] == [
+            ("node_0",),
+            ("node_1",),
+        ]
+        return
+    with pytest.raises(rt.RankTableError) as err:
+        rt.validate(table, "910_93")
+    assert any(problem in p for p in err.value.problems), err.value.problems
+
+
+A3_DATA = Path(__file__).resolve().parents[1] / "data" / "ranktables"
+
+
+def test_a3_tables_round_trip_through_merge_and_convert() -> None:
+    """Two A3 nodes' own 1.2 tables (named servers, host_ip, container_ip, SDIDs, one super
+    pod each node names), merged and converted, byte for byte as written by hand."""
+    nodes = [rt.load(A3_DATA / f"a3_node{n}.json", "910_93") for n in (0, 1)]
+    merged = rt.merge(nodes, "910_93")
+    assert merged.dumps() == (A3_DATA / "a3_merged.json").read_text()
+    converted = rt.convert(merged)
+    assert converted.dumps() == (A3_DATA / "a3_converted.json").read_text()
+    assert rt.validate(json.loads(converted.dumps()), "910_93") == converted
+    # Merging what was converted gives the same table again.
+    assert rt.merge([converted], "910_93") == converted
+
+
+def test_tables_of_two_versions_are_not_merged() -> None:
+    a3 = rt.load(A3_DATA / "a3_node0.json", "910_93")
+    with pytest.raises(rt.RankTableError, match=r"versions 1\.0 and 1\.2 cannot be merged"):
+        rt.merge([rt.convert(a3, "1.0"), a3], "910_93")
 
 
 def test_mindcluster_tables_are_found_by_host_ip() -> None:
@@ -440,7 +522,9 @@ def test_generate_refuses_a_server_ip_that_is_not_an_address(
     assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "t.json").exists()
 
 
-def test_cli_chip_defaults_to_the_projects_answer_and_convert_writes_1_0(tmp_path: Path) -> None:
+def test_cli_chip_defaults_to_the_projects_answer_and_convert_keeps_the_version(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "t.json").write_text(json.dumps(_table(_server("10.0.0.1", range(3), 0))))
     assert gen("check", "t.json", cwd=tmp_path).returncode == 0  # 910b: 3 devices are fine
     (tmp_path / ".train-template.json").write_text(json.dumps({"project": "p", "chip": "910"}))
@@ -453,7 +537,10 @@ def test_cli_chip_defaults_to_the_projects_answer_and_convert_writes_1_0(tmp_pat
     result = gen("convert", "hccl.json", "-o", "out.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     converted = json.loads((tmp_path / "out.json").read_text())
-    assert converted["version"] == "1.0" and converted["server_list"][0]["server_id"] == "10.0.0.5"
+    assert converted["version"] == "1.2" and converted["server_list"][0]["server_id"] == "10.0.0.5"
+    result = gen("convert", "hccl.json", "--version", "1.0", "-o", "v1.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "v1.json").read_text())["version"] == "1.0"
 
 
 def test_the_device_nodes_say_which_devices_a_container_holds(tmp_path: Path) -> None:

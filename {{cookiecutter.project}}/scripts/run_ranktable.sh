@@ -10,8 +10,12 @@ usage() {
 usage: scripts/run_ranktable.sh [options] [-- TRAIN_ARGS...]
 
 options:
-  --rank-table FILE    the job's HCCL rank table (default: \$RANK_TABLE_FILE{% if ms %}, else ./rank_table_8p.json{% else %}; without
-                       one, ranks are node-rank x nproc + i on devices 0 to nproc-1{% endif %})
+  --rank-table FILE    the job's HCCL rank table (default: \$RANK_TABLE_FILE; without one, {% if ms %}one for
+                       this host is made from --hccn-conf (a one-node job){% else %}ranks are
+                       node-rank x nproc + i on devices 0 to nproc-1{% endif %}). A table of one server
+                       runs on this host, whatever address it gives; servers named, not
+                       addressed ("node_0"), are found by --node-rank{% if ms %}
+  --hccn-conf FILE     the devices' addresses, for a table made here (default: /etc/hccn.conf){% endif %}
   --node-rank N        this node's entry in the table (default: \$NODE_RANK, else the entry
                        listing one of this host's addresses, or \$XDL_IP / \$POD_IP / \$MA_CURRENT_IP)
   --nproc N            processes (devices) on this node (default: \$NPROC_PER_NODE, else $default_devices)
@@ -22,7 +26,7 @@ options:
   --join-timeout S     longest wait for the table and for the other ranks (default: 600)
   --chip CHIP          the table's rules: 910, 910b, 910_93 (default: {{ cookiecutter.chip }})
   --data DIR, --output DIR, --log-dir DIR   as for run_1p.sh; logs: OUTPUT/logs/rank_N/
-  --log-by rank|device name each rank's log directory rank_N (default) or by its device id
+  --log-by rank|device logs LOG_DIR/rank_N/train.log (default), or ModelZoo's LOG_DIR/ID/train_ID.log
   --bind-cores         pin each rank to its own slice of this node's CPU cores (taskset)
   --dry-run            print every rank's environment and command, run nothing
 USAGE
@@ -31,14 +35,16 @@ USAGE
 project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=per_rank.sh
+. "$project_root/scripts/per_rank.sh"
 
 job_defaults 29500
 # No node rank nor master by default: the table's entry for this host says them.
 node_rank=${NODE_RANK:-} master_addr=${MASTER_ADDR:-}
-rank_table=${RANK_TABLE_FILE:-{% if ms %}$project_root/rank_table_8p.json{% endif %}}
+rank_table=${RANK_TABLE_FILE:-}{% if ms %} hccn_conf=/etc/hccn.conf{% endif %}
 chip={{ cookiecutter.chip | shell_quote }} wait_table=false log_by=rank bind_cores=false
 stop_timeout=${RANK_STOP_TIMEOUT:-10}
-value_options="$job_options --rank-table --chip --log-by"
+value_options="$job_options --rank-table --chip --log-by{% if ms %} --hccn-conf{% endif %}"
 flag_options="--wait-table --bind-cores --dry-run"
 parse_options "$@"
 node_rank_given=${node_rank:+true}
@@ -54,14 +60,25 @@ rank_table=$(absolute "$rank_table")
 # This node's ranks, from the table (or counted without one): rank_size, ranks, devices (the
 # table's physical ids) and ids (each process's DEVICE_ID: its index among this container's).
 ranks=() devices=() ids=() rank_size=$((nnodes * nproc))
+# This host's addresses: the platform's word for it first.
+mapfile -t here < <("$python" "$project_root/scripts/cluster.py" addresses)
+here=(${XDL_IP:+"$XDL_IP"} ${POD_IP:+"$POD_IP"} ${MA_CURRENT_IP:+"$MA_CURRENT_IP"} ${here[@]+"${here[@]}"})
+{%- if ms %}
+# MindSpore's ranks meet through a table: without one, one for this host's devices.
+if [[ -z $rank_table ]]; then
+    [[ $nnodes -eq 1 ]] || die "a $nnodes-node job needs the job's rank table (gen ranktable merge joins the nodes' own): pass --rank-table FILE or set RANK_TABLE_FILE"
+    rank_table=$log_dir/rank_table.json
+    made=$("$python" "$project_root/scripts/rank_table.py" local -o "$rank_table" --nproc "$nproc" --chip "$chip" \
+        --hccn-conf "$hccn_conf" "${here[@]/#/--address=}" 2>&1) || die "no rank table was given and none could be made for this host: ${made#error: }; set RANK_TABLE_FILE (or pass --rank-table FILE), or give this host's hccn.conf (--hccn-conf FILE)"
+    echo "$launcher_name: $made" >&2
+fi
+{%- endif %}
 if [[ -n $rank_table ]]; then
     [[ -e $rank_table || $wait_table == true ]] || die "rank table $rank_table not found: pass --rank-table FILE or set RANK_TABLE_FILE"
     if [[ $wait_table == true ]]; then "$python" "$project_root/scripts/cluster.py" wait-table "$rank_table" "$join_timeout" || exit 1; fi
     lookup=("$python" "$project_root/scripts/rank_table.py" node "$rank_table" --chip "$chip" --nproc "$nproc")
     if [[ $node_rank_given == true ]]; then lookup+=(--node-rank "$node_rank"); fi
-    for address in ${XDL_IP:-} ${POD_IP:-} ${MA_CURRENT_IP:-} $("$python" "$project_root/scripts/cluster.py" addresses); do
-        lookup+=(--address "$address")
-    done
+    lookup+=("${here[@]/#/--address=}" --converted "$log_dir/rank_table.json")
     node=$("${lookup[@]}" 2>&1) || die "rank table $rank_table, no rank was started: ${node#error: }"
     while read -r key first second third; do
         case $key in
@@ -69,6 +86,8 @@ if [[ -n $rank_table ]]; then
             NODE) node_rank=$first ;;
             MASTER) master_addr=${MASTER_ADDR:-$first} ;;
             RANK) ranks+=("$first") devices+=("$second") ids+=("$third") ;;
+            NOTE) echo "$launcher_name: note: $first $second $third" >&2 ;;
+            TABLE) rank_table=$first ;;
         esac
     done <<<"$node"
 else
@@ -79,17 +98,12 @@ fi
 # set (WORLD_SIZE, RANK, LOCAL_RANK) would override them, so no rank inherits them.
 unset WORLD_SIZE RANK LOCAL_RANK
 
-# The log directory of local rank $1: by its rank, or by its device (ModelZoo's way).
-rank_dir() {
-    if [[ $log_by == rank ]]; then printf '%s/rank_%s' "$log_dir" "${ranks[$1]}"; else printf '%s/%s' "$log_dir" "${ids[$1]}"; fi
-}
-
 # The environment and command of local rank $1, into env_words and run_words.
 rank_env() {
     env_words=("RANK_SIZE=$rank_size" "RANK_ID=${ranks[$1]}" "DEVICE_ID=${ids[$1]}" "ASCEND_DEVICE_ID=${ids[$1]}")
     if [[ -n $rank_table ]]; then env_words=("RANK_TABLE_FILE=$rank_table" "${env_words[@]}"); fi
 {%- if not ms %}
-    env_words+=("MASTER_ADDR=$master_addr" "MASTER_PORT=$master_port" "LOCAL_WORLD_SIZE=$nproc")
+    env_words+=("MASTER_ADDR=$master_addr" "MASTER_PORT=$master_port" "LOCAL_WORLD_SIZE=$nproc" "TRAIN_JOIN_TIMEOUT=$join_timeout")
 {%- endif %}
     run_words=("$python" "$project_root/train.py" --data_url "$data" --train_url "$output"
         ${train_args[@]+"${train_args[@]}"})
@@ -112,7 +126,7 @@ if [[ $dry_run == true ]]; then
     printf 'cd %q\n. ./env.sh\n' "$project_root"
     for ((i = 0; i < nproc; i++)); do
         rank_env "$i"
-        printf '# rank %s, log %q\n' "${ranks[i]}" "$(rank_dir "$i")/train.log"
+        printf '# rank %s, log %q\n' "${ranks[i]}" "$(rank_log "$i")"
         print_words "${env_words[@]}" "${run_words[@]}"
     done
     exit 0
@@ -127,54 +141,5 @@ export HCCL_CONNECT_TIMEOUT
 . ./env.sh
 preflight
 if [[ $rank_size -gt $nproc ]]; then choose_interface; fi
-pids=() logs=()
-# SIGTERM to every rank's session, SIGKILL to what outlives RANK_STOP_TIMEOUT seconds.
-stop_ranks() {
-    local pid waited
-    for pid in ${pids[@]+"${pids[@]}"}; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-    for ((waited = 0; waited < stop_timeout * 5; waited++)); do
-        kill -0 ${pids[@]+"${pids[@]/#/-}"} 2>/dev/null || break
-        sleep 0.2
-    done
-    for pid in ${pids[@]+"${pids[@]}"}; do kill -KILL -- "-$pid" 2>/dev/null || true; done
-}
-trap 'echo "$launcher_name: interrupted; stopping every rank" >&2; stop_ranks; exit 130' INT
-trap 'echo "$launcher_name: terminated; stopping every rank" >&2; stop_ranks; exit 143' TERM
-# start_rank I: local rank I in its own session and directory (where MindSpore and CANN
-# leave per-process files), its output in train.log there; local rank 0 is shown here too,
-# so that a platform's job log has it.
-start_rank() {
-    local dir
-    dir=$(rank_dir "$1")
-    if [[ $1 -eq 0 ]]; then exec > >(tee "$dir/train.log"); else exec >"$dir/train.log"; fi
-    cd "$dir" && exec setsid env "${env_words[@]}" "${run_words[@]}" </dev/null 2>&1
-}
-for ((i = 0; i < nproc; i++)); do
-    rank_env "$i"
-    logs+=("$(rank_dir "$i")/train.log")
-    mkdir -p "${logs[i]%/*}" "$output"
-    start_rank "$i" &
-    pids+=("$!")
-    printf '%s: rank %s on device %s (id %s here, pid %s), log %s\n' "$launcher_name" "${ranks[i]}" "${devices[i]}" "${ids[i]}" "$!" "${logs[i]}"
-done
-# Poll rather than `wait -n`: bash before 5.1 cannot say which rank ended.
-left=$nproc
-while [[ $left -gt 0 ]]; do
-    for i in "${!pids[@]}"; do
-        if [[ -z ${pids[i]} ]] || kill -0 "${pids[i]}" 2>/dev/null; then continue; fi
-        status=0
-        wait "${pids[i]}" || status=$?
-        pids[i]='' left=$((left - 1))
-        if [[ $status -ne 0 ]]; then
-            stop_ranks
-            # 134: SIGABRT; rank 0's log, when it ran here, says whether the outputs were complete.
-            first=$(for j in "${!ranks[@]}"; do if [[ ${ranks[j]} -eq 0 ]]; then echo "${logs[j]}"; fi; done)
-            if [[ $status -eq 134 ]] && reason=$(aborted_after_training "${ranks[i]}" "${logs[i]}" "$first"); then
-                die "$reason" "${logs[i]}"
-            fi
-            die "rank ${ranks[i]} exited with status $status; the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
-        fi
-    done
-    sleep 0.5
-done
+run_ranks
 printf '%s: all %s ranks of node %s finished; logs in %s\n' "$launcher_name" "$nproc" "$node_rank" "$log_dir"

@@ -16,9 +16,12 @@ def summary(output: Path, rank_size: int, e2e: float, mode: str) -> dict:
     hparams = json.loads((output / "hparams.json").read_text(encoding="utf-8"))
     lines = [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
     train = [line for line in lines if line["type"] == "train"]
+    steps = [line for line in lines if line["type"] == "step"]
     scored = [line for line in lines if line["type"] in ("test", "val")]
-    # Steady state: the first epoch also pays for compiling and warming up.
-    steady = train[1:] or train
+    # Steady state, as ModelZoo's scripts leave out their first steps: the first steps pay
+    # for compiling and warming up. The step lines after the first (each the rate since
+    # the one before); without two of them, the epochs after the first.
+    steady = steps[1:] if len(steps) >= 2 else train[1:] or train
     fps = sum(m["samples_per_s"] for m in steady) / len(steady)
     batch = int(hparams["batch_size"])
     # The model the run trained (src/model.py), as the run record names it.

@@ -1,0 +1,1 @@
+{{ 'ranktable_model' | module_source }}

@@ -1,0 +1,1 @@
+{{ 'ranktable_node' | module_source }}

@@ -22,6 +22,7 @@ from jinja2.ext import Extension
 from generator import (
     __version__,
     catalog,
+    docker_flags,
     ranktable,
     ranktable_model,
     ranktable_node,
@@ -50,6 +51,12 @@ def image_entry(framework: object, target: object, chip: object = None) -> dict[
 @lru_cache(maxsize=1)
 def _catalog() -> catalog.Catalog:
     return catalog.load()
+
+
+def docker_run_flags(target: object, devices: object) -> str:
+    """`docker run`'s options for a ``target`` container with ``devices`` accelerators, as
+    continued shell lines (generator/docker_flags.py)."""
+    return " \\\n  ".join(docker_flags.run_flags(str(target), int(str(devices))))
 
 
 def project_record(context: Mapping[str, object]) -> str:
@@ -82,4 +89,5 @@ class TrainTemplateExtension(Extension):
         environment.filters["rank_table"] = rank_table
         environment.filters["module_source"] = module_source
         environment.filters["image_entry"] = image_entry
+        environment.filters["docker_run_flags"] = docker_run_flags
         environment.filters["project_record"] = project_record

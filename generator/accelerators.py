@@ -8,18 +8,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from generator.docker_flags import ASCEND_CONTROL, ASCEND_MANAGER, ASCEND_MOUNTS
 from generator.engine import ContainerSpec
 
-# What an Ascend container needs from the host besides /dev/davinciN: the control
-# devices and the driver and tools CANN calls (the layout Huawei's runtime mounts).
-ASCEND_CONTROL = ("davinci_manager", "devmm_svm", "hisi_hdc")
-ASCEND_MANAGER = "davinci_manager"
-ASCEND_MOUNTS = (
-    "/usr/local/Ascend/driver",
-    "/usr/local/bin/npu-smi",
-    "/usr/local/dcmi",
-    "/etc/ascend_install.info",
-)
+__all__ = ["ASCEND_MOUNTS", "Accelerators", "ascend_groups", "detect"]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -77,6 +78,29 @@ def test_build_then_smoke(
     outputs = project / "output" / f"smoke-{target}"
     assert (outputs / "metrics.jsonl").is_file() and (outputs / "artifacts.json").is_file()
     assert_default_output_is_writable(docker_engine, tag, image.user)
+    assert_the_readmes_docker_run_works(project, tag, target)
+
+
+def assert_the_readmes_docker_run_works(project: Path, tag: str, target: str) -> None:
+    """The generated README's own `docker run` for this target, with the devices, the
+    driver's files and the driver's group left out (this host has none): run_1p.sh's smoke
+    run in place of the job, as the image's user, into the mounted ./output."""
+    readme = (project / "README.md").read_text()
+    marker = "--gpus all" if target == "cuda" else "--device=/dev/davinci0"
+    blocks = [b.split("```")[0] for b in readme.split("```bash\n")[1:]]
+    (block,) = [b for b in blocks if marker in b and "docker run" in b]
+    script = re.sub(r" \\\n\s*", " ", block).replace("sudo ", "")  # root here
+    for given in (r"--gpus all ", r"--device=\S+ ", r"-v /(usr|etc)/\S+ ", r'--group-add "[^"]+" '):
+        script = re.sub(given, "", script)
+    script = script.replace("docker run ", "docker run --network none ")
+    script = script.replace(
+        "IMAGE bash scripts/run_8p.sh", f"{tag} bash scripts/run_1p.sh -- --smoke"
+    )
+    assert script.count("docker run") == 1 and tag in script, script
+    result = subprocess.run(["bash", "-ec", script], cwd=project, capture_output=True, text=True)
+    assert result.returncode == 0, script + result.stdout[-2000:] + result.stderr[-2000:]
+    saved = [*(project / "output").glob("*.pt"), *(project / "output").glob("*.ckpt")]
+    assert saved, sorted((project / "output").iterdir())
 
 
 def assert_default_output_is_writable(docker_engine: engine.Engine, tag: str, user: str) -> None:

@@ -96,6 +96,9 @@ README_BY_PLATFORM = {
     "generic": ("### Your own nodes",),
 }
 README_ASCEND = ("**Rank tables.**", "HWHIAI_UID", "`ascendjob`", "### Ascend ModelZoo scripts")
+README_ALWAYS += ("### Run the image", "docker run --rm", "IMAGE bash scripts/run_8p.sh")
+README_ASCEND += ("--device=/dev/davinci0", "--device=/dev/davinci_manager", "/usr/local/dcmi")
+README_CUDA = ("--gpus all",)
 
 
 @pytest.mark.parametrize(
@@ -109,10 +112,15 @@ def test_readme_says_how_to_submit_and_run_on_several_nodes(
     project = matrix[options]
     readme = (project / "README.md").read_text(encoding="utf-8")
     ascend = options.target in ("ascend", "both")
+    cuda = options.target in ("cuda", "both")
     wanted = README_ALWAYS + README_BY_PLATFORM[options.platform] + README_ASCEND * ascend
+    wanted += README_CUDA * cuda
     assert [text for text in wanted if text not in readme] == []
     if not ascend:
         assert "HWHIAI_UID" not in readme and "`ascendjob`" not in readme
+        assert "/dev/davinci" not in readme
+    if not cuda:
+        assert "--gpus" not in readme
     # C2Net's client is an optional requirement of OpenI projects only.
     requirements = (project / "requirements.txt").read_text(encoding="utf-8")
     assert ("# c2net==0.2.0" in requirements) == (options.platform == "openi")

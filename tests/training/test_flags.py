@@ -115,13 +115,25 @@ def test_auto_in_an_accelerators_image_without_its_devices_warns(
     assert asked in line and f"device nodes {nodes} (none); training on the CPU" in line
 
 
-@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+ABSENT = {
+    ("pytorch", "npu"): ("device_target npu", "needs torch_npu and an Ascend NPU"),
+    ("pytorch", "gpu"): ("device_target cuda", "no CUDA GPU is available"),
+    ("mindspore", "npu"): ("device_target npu", "MindSpore found no Ascend here"),
+    ("mindspore", "gpu"): ("device_target cuda", "MindSpore found no GPU here"),
+}
+
+
+@pytest.mark.parametrize(("framework", "asked"), list(ABSENT), ids=["-".join(k) for k in ABSENT])
 def test_an_accelerator_asked_for_and_absent_is_one_line(
-    pytorch_project: Path, mindspore_projects: dict[str, Path], tmp_path: Path, framework: str
+    pytorch_project: Path,
+    mindspore_projects: dict[str, Path],
+    tmp_path: Path,
+    framework: str,
+    asked: str,
 ) -> None:
     project = pytorch_project if framework == "pytorch" else mindspore_projects["model"]
-    argv = ("train.py", "--device_target", "npu", "--train_url", str(tmp_path / "o"))
-    result = runs.run(project, *argv, env=runs.clean_env(TRAIN_ACCELERATOR="npu"))
-    said = "needs torch_npu and an Ascend NPU" if framework == "pytorch" else "found no Ascend"
-    runs.assert_one_line_exit_2(result, "device_target npu", said)
+    argv = ("train.py", "--device_target", asked, "--train_url", str(tmp_path / "o"))
+    image = {"gpu": "cuda"}.get(asked, asked)  # the image such a run would be in
+    result = runs.run(project, *argv, env=runs.clean_env(TRAIN_ACCELERATOR=image))
+    runs.assert_one_line_exit_2(result, *ABSENT[framework, asked])
     assert not (tmp_path / "o").exists()

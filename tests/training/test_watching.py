@@ -114,8 +114,8 @@ def test_a_second_run_is_refused_and_resume_auto_continues_the_first(
     [
         ("pytorch", ["--nproc", "2"]),
         ("model", ["--launcher", "msrun", "--nproc", "2"]),
-        # The shipped example table: 8 devices on a placeholder host, node 0.
-        ("model", ["--launcher", "ranktable", "--node-rank", "0", "--nproc", "8"]),
+        # The shipped example table: 8 devices on a placeholder host, which runs here.
+        ("model", ["--launcher", "ranktable", "--rank-table", "{table}", "--nproc", "8"]),
     ],
     ids=["torchrun", "msrun", "ranktable"],
 )
@@ -129,6 +129,8 @@ def test_a_launcher_refuses_before_any_rank_starts_or_log_is_written(
     (output / "lenet_epoch4.pt").write_bytes(b"weights")
     before = snapshot(output)
     script = projects[name] / "scripts" / "run_8p.sh"
+    table = str(projects[name] / "rank_table_8p.json")
+    launcher = [table if arg == "{table}" else arg for arg in launcher]
     result = subprocess.run(
         ["bash", str(script), *launcher, "--output", str(output), "--", "--smoke"],
         env=runs.clean_env(PYTHON=sys.executable),

@@ -16,6 +16,8 @@ TARGETS = ("cuda", "ascend")
 CHIPS = ("910", "910b", "a3")
 # A project's --chip (its rank-table rules, generator/options.py) as those tags name it.
 TAG_CHIP = {"910": "910", "910b": "910b", "910_93": "a3"}
+# The chip of an Ascend default when none is named (a project's default chip).
+DEFAULT_CHIP = "910b"
 # The key of a target's default: (target, framework, tag chip); CUDA has no chip.
 DefaultKey = tuple[str, str, str | None]
 # What a framework's version is called in messages: the package users pin.
@@ -134,7 +136,7 @@ class Catalog:
     def default(self, target: str, framework: str, chip: str | None = None) -> Entry:
         """The entry used when nothing more is asked for (``defaults:`` in the file); an
         Ascend base is the chip's own (910b when none is named)."""
-        chip = _chip(target, chip or "910b")
+        chip = _chip(target, chip or DEFAULT_CHIP)
         self.candidates(target, framework, chip)
         return self.entry(self.defaults[target, framework, chip])
 
@@ -189,7 +191,7 @@ class Catalog:
 
     def _pick(self, fits: list[Entry], target: str, framework: str, chip: str | None) -> Entry:
         """The default if it fits, else the newest framework version."""
-        default = self.defaults.get((target, framework, _chip(target, chip or "910b")))
+        default = self.defaults.get((target, framework, _chip(target, chip or DEFAULT_CHIP)))
         newest = max(fits, key=lambda e: _release(e.version(framework)))
         return next((e for e in fits if e.id == default), newest)
 

@@ -109,3 +109,15 @@ def this_host() -> str:
         [sys.executable, str(script), "addresses"], capture_output=True, text=True
     )
     return next(a for a in found.stdout.split() if not a.startswith("127."))
+
+
+def rank_table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
+    """A merged HCCL table of ``servers`` (address, device ids), device IPs made up."""
+    from generator import ranktable
+
+    tables = [
+        ranktable.generate(ip, devices, [f"10.{n}.0.{d}" for d in devices])
+        for n, (ip, devices) in enumerate(servers)
+    ]
+    path.write_text(ranktable.merge(tables).dumps())
+    return path

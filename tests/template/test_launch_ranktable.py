@@ -16,7 +16,7 @@ import pytest
 
 from generator import ranktable
 from tests.conftest import RenderProject
-from tests.template.launchers import env, fake_python, run, this_host
+from tests.template.launchers import env, fake_python, rank_table, run, this_host
 
 RANK_LINE = re.compile(
     r"^RANK_TABLE_FILE=(\S+) RANK_SIZE=(\d+) RANK_ID=(\d+) DEVICE_ID=(\d+) ", re.M
@@ -28,13 +28,7 @@ def ranks(stdout: str) -> list[tuple[int, int, int]]:
     return [(int(s), int(r), int(d)) for _, s, r, d in RANK_LINE.findall(stdout)]
 
 
-def table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
-    tables = [
-        ranktable.generate(ip, devices, [f"10.{n}.0.{d}" for d in devices])
-        for n, (ip, devices) in enumerate(servers)
-    ]
-    path.write_text(ranktable.merge(tables).dumps())
-    return path
+table = rank_table
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from tests.template.launchers import (
     fake_python,
     free_port,
     processes_with,
+    rank_table,
     run,
     this_host,
 )
@@ -266,17 +267,11 @@ def test_per_device_pytorch_waits_end_within_the_join_timeout(
     """Two nodes' ranks, this node's alone: rank 0 waits for the other node's, or this
     node's ranks for a rank 0 whose server_id does not resolve. torch would wait 30 minutes,
     retrying the name all along; the launcher's --join-timeout ends it, with one line."""
-    from generator import ranktable
-
     project = render_project(target="ascend", devices_per_node=2, nnodes=2)
     args = ["--join-timeout", "15", "--master-port", free_port()]
     if case == "master does not resolve":
         servers = [("10.250.0.8", [0, 1]), (this_host(), [0, 1])]
-        tables = [
-            ranktable.generate(ip, d, [f"10.{n}.0.{x}" for x in d])
-            for n, (ip, d) in enumerate(servers)
-        ]
-        data = ranktable.merge(tables).to_dict()
+        data = json.loads(rank_table(tmp_path / "t.json", servers).read_text())
         data["server_list"][0]["server_id"] = "no-such-host.invalid"
         (tmp_path / "t.json").write_text(json.dumps(data))
         args += ["--rank-table", str(tmp_path / "t.json")]

@@ -28,6 +28,7 @@ from generator import (
     ranktable_node,
     ranktable_rules,
     report,
+    version,
 )
 from generator.options import Options
 
@@ -62,6 +63,10 @@ def docker_run_flags(target: object, devices: object) -> str:
 def project_record(context: Mapping[str, object]) -> str:
     """The options a project was generated with, as JSON: what `gen image` reads back."""
     record = {"generator": f"train-template {__version__}"}
+    # Which template made it: the base `gen update` starts from when its copy is missing.
+    commit = version.template_commit(Path(__file__).resolve().parent)
+    if commit:
+        record["template_commit"] = commit
     record.update({f.name: str(context[f.name]) for f in fields(Options)})
     return json.dumps(record, indent=2)
 

@@ -192,3 +192,20 @@ class KindDoesNotFit(GenError):
 class ImageUnknown(GenError):
     """Raised when gen job render is given no --image and the project holds no record
     of a pushed image (logs/image-<target>.pushed), or the record is not a reference."""
+
+
+class UpdateError(GenError):
+    """Raised when gen update cannot start or finish: a dirty tree, no base to merge from,
+    a template reference that does not resolve. Nothing in the project was changed."""
+
+
+class UpdateConflicts(ManyProblems):
+    """Raised when gen update merged with conflicts: one line a conflicted path. The merge
+    is in the work tree; the new template version is recorded by --continue."""
+
+    def details(self) -> list[str]:
+        return [
+            "resolve them (git mergetool shows the three versions; PATH.gen-new is the "
+            "template's binary), git add them, then: gen update --continue",
+            "or put everything back with: gen update --abort",
+        ]

@@ -10,6 +10,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from generator import pristine
 from generator.options import FRAMEWORKS, Options
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
@@ -36,7 +37,8 @@ MS_LOOP_TESTS = {"custom": "checks/test_custom_loop.py"}
 
 def finalize(project_dir: Path, options: Options) -> None:
     """Move ``_<framework>/`` over the project root, remove the other overlays,
-    drop target-specific files that do not apply and make the scripts executable."""
+    drop target-specific files that do not apply, make the scripts executable and
+    keep a copy of the result (generator/pristine.py)."""
     overlay = project_dir / f"_{options.framework}"
     for source in sorted(overlay.rglob("*")):
         if source.is_file():
@@ -70,3 +72,8 @@ def finalize(project_dir: Path, options: Options) -> None:
     for script in [*scripts, project_dir / "env.sh"]:
         if script.is_file():
             script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    # pip compiles the installed template's modules; their bytecode is no project's.
+    for cache in sorted(project_dir.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache)
+    # What `gen update` merges from: this render, as it was made.
+    pristine.save(project_dir)

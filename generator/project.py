@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
+from jinja2.bccache import Bucket, BytecodeCache
+
 from generator.errors import (
     OptionError,
     OutputExists,
@@ -101,6 +103,24 @@ def render(options: Options, output_dir: Path, *, no_input: bool = True) -> Path
     return created
 
 
+class _CompiledTemplates(BytecodeCache):
+    """Each template file compiled once a process (keyed by its source's checksum): a
+    process that renders many times (gen update, the tests) renders twice as fast."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+_BYTECODE = _CompiledTemplates()
+
+
 def _generate(template: Path, extra: dict[str, str], output_dir: Path) -> Path:
     """What cookiecutter.main.cookiecutter does for a local template with no prompts,
     through cookiecutter's own public steps.
@@ -113,21 +133,23 @@ def _generate(template: Path, extra: dict[str, str], output_dir: Path) -> Path:
     from cookiecutter.generate import generate_context, generate_files
     from cookiecutter.prompt import prompt_for_config
 
-    context = generate_context(
-        context_file=str(template / "cookiecutter.json"), extra_context=extra
-    )
-    context["cookiecutter"] = prompt_for_config(context, no_input=True)
-    context["cookiecutter"].update(
-        _template=str(template),
-        _output_dir=str(output_dir),
-        _repo_dir=str(template),
-        _checkout=None,
-    )
-    # The template's Jinja extension (local_extensions.py) imports from its root,
-    # as cookiecutter.main arranges.
+    # The template's Jinja extension (local_extensions.py) imports from its root, as
+    # cookiecutter.main arranges, for every environment: prompt_for_config makes one too.
     saved = list(sys.path)
     sys.path.append(str(template))
     try:
+        context = generate_context(
+            context_file=str(template / "cookiecutter.json"), extra_context=extra
+        )
+        context["cookiecutter"] = prompt_for_config(context, no_input=True)
+        context["cookiecutter"].update(
+            _template=str(template),
+            _output_dir=str(output_dir),
+            _repo_dir=str(template),
+            _checkout=None,
+            # cookiecutter's own hook for Environment options (no hook renders here).
+            _jinja2_env_vars={"bytecode_cache": _BYTECODE},
+        )
         return Path(
             generate_files(
                 repo_dir=str(template),

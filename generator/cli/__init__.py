@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from generator import __version__
 from generator.errors import GenError
 
 
@@ -38,8 +37,25 @@ class _Gen(click.Group):
             raise _Reported(err) from err
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from generator.project import template_dir
+    from generator.version import describe
+
+    click.echo(describe(template_dir()))
+    ctx.exit()
+
+
 @click.group(cls=_Gen, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gen")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the template's commit, then exit.",
+)
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def cli(debug: bool) -> None:
     """Generate and ship training projects for OpenI, ModelArts/Ascend and CUDA clusters."""
@@ -52,6 +68,7 @@ def _register() -> None:
     from generator.cli.push import push
     from generator.cli.ranktable import ranktable
     from generator.cli.report import report
+    from generator.cli.update import update
 
     cli.add_command(new)
     cli.add_command(ranktable)
@@ -59,6 +76,7 @@ def _register() -> None:
     cli.add_command(push)
     cli.add_command(job)
     cli.add_command(report)
+    cli.add_command(update)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -209,3 +209,8 @@ class UpdateConflicts(ManyProblems):
             "template's binary), git add them, then: gen update --continue",
             "or put everything back with: gen update --abort",
         ]
+
+
+class SubmitError(GenError):
+    """Raised when gen submit cannot build or send a request, or the platform refuses it;
+    the message never holds the access key or its secret."""

@@ -68,6 +68,7 @@ def _register() -> None:
     from generator.cli.push import push
     from generator.cli.ranktable import ranktable
     from generator.cli.report import report
+    from generator.cli.submit import submit
     from generator.cli.update import update
 
     cli.add_command(new)
@@ -77,6 +78,7 @@ def _register() -> None:
     cli.add_command(job)
     cli.add_command(report)
     cli.add_command(update)
+    cli.add_command(submit)
 
 
 def main(argv: list[str] | None = None) -> None:

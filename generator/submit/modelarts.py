@@ -1,0 +1,247 @@
+"""ModelArts training jobs through Huawei Cloud's official SDK (huaweicloudsdkmodelarts).
+
+The only module that imports the SDK. Its v1 package holds the v2 training-job API:
+``create_training_job`` is ``POST /v2/{project_id}/training-jobs``, signed with the
+account's access key (SDK-HMAC-SHA256). Keys come from the environment, never from a
+file, and are masked in every message this module raises.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.errors import SubmitError
+
+AK_ENV, SK_ENV, PROJECT_ENV = (
+    "HUAWEICLOUD_SDK_AK",
+    "HUAWEICLOUD_SDK_SK",
+    "HUAWEICLOUD_SDK_PROJECT_ID",
+)
+# The image's working directory is /app (the Dockerfile's WORKDIR); run_8p.sh reads the
+# nodes, ranks and master ModelArts injects (MA_NUM_HOSTS, VC_TASK_INDEX, ...).
+COMMAND = "bash /app/scripts/run_8p.sh"
+DEFAULT_TIMEOUT = 60.0
+
+
+def endpoint_of(region: str) -> str:
+    return f"https://modelarts.{region}.myhuaweicloud.com"
+
+
+def require_sdk() -> None:
+    try:
+        import huaweicloudsdkmodelarts  # noqa: F401
+    except ImportError:
+        raise SubmitError(
+            "the ModelArts SDK is not installed: pip install 'train-template[modelarts]' "
+            "(or pipx inject train-template huaweicloudsdkmodelarts)"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """An access key, its secret and the region's project id, from the environment."""
+
+    ak: str
+    sk: str
+    project_id: str
+
+    @classmethod
+    def from_env(cls) -> Credentials:
+        missing = [n for n in (AK_ENV, SK_ENV, PROJECT_ENV) if not os.environ.get(n, "").strip()]
+        if missing:
+            # The SDK would fall back to the ECS metadata service without keys: refuse here.
+            raise SubmitError(
+                f"set {', '.join(missing)}: an access key and its secret (My Credentials → "
+                "Access Keys) and the region's project id (My Credentials → API Credentials)"
+            )
+        return cls(*(os.environ[n].strip() for n in (AK_ENV, SK_ENV, PROJECT_ENV)))
+
+    def mask(self, text: str) -> str:
+        for secret in (self.sk, self.ak):
+            text = text.replace(secret, "***")
+        return text
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a training job is made of: the image, the command, OBS paths and resources."""
+
+    name: str
+    image: str
+    flavor: str
+    nodes: int
+    data_obs: str | None = None
+    output_obs: str | None = None
+    pool_id: str | None = None
+    description: str = ""
+    parameters: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def obs_path(url: str) -> str:
+    """An OBS location as the API writes it: ``/bucket/path/`` (``obs://bucket/path`` too)."""
+    path = url.removeprefix("obs://").strip("/")
+    return f"/{path}/"
+
+
+def job_model(spec: JobSpec) -> Any:
+    """The SDK's request body for ``spec``."""
+    require_sdk()
+    from huaweicloudsdkmodelarts.v1.model.input import Input
+    from huaweicloudsdkmodelarts.v1.model.input_data_info import InputDataInfo
+    from huaweicloudsdkmodelarts.v1.model.input_data_info_obs import InputDataInfoObs
+    from huaweicloudsdkmodelarts.v1.model.job import Job
+    from huaweicloudsdkmodelarts.v1.model.job_algorithm import JobAlgorithm
+    from huaweicloudsdkmodelarts.v1.model.job_engine import JobEngine
+    from huaweicloudsdkmodelarts.v1.model.job_metadata import JobMetadata
+    from huaweicloudsdkmodelarts.v1.model.output import Output
+    from huaweicloudsdkmodelarts.v1.model.parameters import Parameters
+    from huaweicloudsdkmodelarts.v1.model.remote import Remote
+    from huaweicloudsdkmodelarts.v1.model.remote_obs import RemoteObs
+    from huaweicloudsdkmodelarts.v1.model.spec import Spec
+    from huaweicloudsdkmodelarts.v1.model.spec_resource import SpecResource
+
+    # ModelArts copies data_url's OBS path in and train_url's out, and appends
+    # --data_url=<local dir> --train_url=<local dir> to the command: train.py's flags.
+    inputs = (
+        [
+            Input(
+                name="data_url", remote=InputDataInfo(obs=InputDataInfoObs(obs_path(spec.data_obs)))
+            )
+        ]
+        if spec.data_obs
+        else None
+    )
+    outputs = (
+        [Output(name="train_url", remote=Remote(obs=RemoteObs(obs_path(spec.output_obs))))]
+        if spec.output_obs
+        else None
+    )
+    algorithm = JobAlgorithm(
+        command=COMMAND,
+        engine=JobEngine(image_url=spec.image),
+        parameters=[Parameters(name=k, value=v) for k, v in spec.parameters.items()] or None,
+        inputs=inputs,
+        outputs=outputs,
+        environments=spec.environment or None,
+    )
+    return Job(
+        kind="job",
+        metadata=JobMetadata(name=spec.name, description=spec.description or None),
+        algorithm=algorithm,
+        spec=Spec(
+            resource=SpecResource(
+                flavor_id=spec.flavor, node_count=spec.nodes, pool_id=spec.pool_id
+            )
+        ),
+    )
+
+
+def request_body(spec: JobSpec) -> dict[str, Any]:
+    """The JSON the SDK sends for ``spec`` (what --dry-run prints)."""
+    from huaweicloudsdkcore.utils.http_utils import sanitize_for_serialization
+
+    return sanitize_for_serialization(job_model(spec))
+
+
+class ModelArts:
+    """A signed ModelArts client for one endpoint."""
+
+    def __init__(self, endpoint: str, credentials: Credentials, timeout: float) -> None:
+        require_sdk()
+        from huaweicloudsdkcore.auth.credentials import BasicCredentials
+        from huaweicloudsdkcore.http.http_config import HttpConfig
+        from huaweicloudsdkmodelarts.v1.modelarts_client import ModelArtsClient
+
+        # The SDK logs errors on a logger with no handler: Python's last resort would print
+        # them to stderr beside our one line.
+        logging.getLogger(f"HuaweiCloud-SDK-{ModelArtsClient.__name__}").addHandler(
+            logging.NullHandler()
+        )
+        config = HttpConfig.get_default_config()
+        config.timeout = (timeout, timeout)
+        config.retry_times = 0  # a create that timed out may have created the job
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.client = (
+            ModelArtsClient.new_builder()
+            .with_http_config(config)
+            .with_credentials(
+                BasicCredentials(credentials.ak, credentials.sk, credentials.project_id)
+            )
+            .with_endpoints([endpoint])
+            .build()
+        )
+
+    def call(self, what: str, method: str, request: Any) -> dict[str, Any]:
+        """One API call; its JSON reply, or SubmitError with one masked line."""
+        from huaweicloudsdkcore.exceptions.exceptions import (
+            ClientRequestException,
+            SdkException,
+            ServerResponseException,
+        )
+        from requests import RequestException
+
+        try:
+            reply = getattr(self.client, method)(request)
+        except (ClientRequestException, ServerResponseException) as err:
+            hint = {
+                401: "; check the access key, its secret and the project id",
+                403: "; the account lacks permission (IAM: ModelArts and OBS)",
+            }
+            raise SubmitError(
+                self.credentials.mask(
+                    f"ModelArts refused to {what} (HTTP {err.status_code}, {err.error_code}): "
+                    f"{err.error_msg}{hint.get(err.status_code, '')}"
+                )
+            ) from None
+        except (SdkException, RequestException) as err:
+            # A read timeout reaches us as requests' own ReadTimeout, unwrapped.
+            said = str(getattr(err, "error_msg", "") or err or type(err).__name__).splitlines()[0]
+            raise SubmitError(
+                self.credentials.mask(f"could not {what}: {self.endpoint} did not answer ({said})")
+            ) from None
+        return json.loads(reply.raw_content or b"{}")
+
+    def create(self, spec: JobSpec) -> dict[str, Any]:
+        from huaweicloudsdkmodelarts.v1.model.create_training_job_request import (
+            CreateTrainingJobRequest,
+        )
+
+        return self.call(
+            "create the job", "create_training_job", CreateTrainingJobRequest(body=job_model(spec))
+        )
+
+    def show(self, job_id: str) -> dict[str, Any]:
+        from huaweicloudsdkmodelarts.v1.model.show_training_job_details_request import (
+            ShowTrainingJobDetailsRequest,
+        )
+
+        return self.call(
+            "show the job",
+            "show_training_job_details",
+            ShowTrainingJobDetailsRequest(training_job_id=job_id),
+        )
+
+    def logs(self, job_id: str, task: str) -> dict[str, Any]:
+        from huaweicloudsdkmodelarts.v1.model.show_training_job_logs_preview_request import (
+            ShowTrainingJobLogsPreviewRequest,
+        )
+
+        request = ShowTrainingJobLogsPreviewRequest(training_job_id=job_id, task_id=task)
+        return self.call("read the log", "show_training_job_logs_preview", request)
+
+    def flavors(self, kind: str | None) -> dict[str, Any]:
+        from huaweicloudsdkmodelarts.v1.model.show_training_job_flavors_request import (
+            ShowTrainingJobFlavorsRequest,
+        )
+
+        return self.call(
+            "list the flavors",
+            "show_training_job_flavors",
+            ShowTrainingJobFlavorsRequest(flavor_type=kind),
+        )

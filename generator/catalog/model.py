@@ -76,6 +76,8 @@ class Entry:
     cudnn: str | None = None
     cann: str | None = None
     chip: str | None = None
+    # The toolkit's innerversion (ascend_toolkit_install.info): gen doctor's driver check.
+    innerversion: str | None = None
     pytorch: PytorchPin | None = None
     mindspore: MindsporePin | None = None
     notes: str = ""

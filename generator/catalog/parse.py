@@ -120,9 +120,10 @@ def _entry(entry_id: str, data: object) -> Entry:
         raise CatalogError(f"{where}.target: {entry.target!r} is not one of {', '.join(TARGETS)}")
     if not FILE_PYTHON_RE.fullmatch(entry.python):
         raise CatalogError(f'{where}.python: {entry.python!r} is not a version like "3.10"')
-    own, other = ("cuda", "cudnn"), ("cann", "chip")
+    own, other = ("cuda", "cudnn"), ("cann", "chip", "innerversion")
     if entry.target == "ascend":
-        own, other = other, own
+        # innerversion (the toolkit's V100R001Cxx, what drivers list) is optional.
+        own, other = ("cann", "chip"), ("cuda", "cudnn")
     for key in own:
         if getattr(entry, key) is None:
             raise CatalogError(f"{where}.{key}: missing (every {entry.target} base has one)")

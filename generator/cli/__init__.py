@@ -62,6 +62,7 @@ def cli(debug: bool) -> None:
 
 
 def _register() -> None:
+    from generator.cli.doctor import doctor
     from generator.cli.image import image
     from generator.cli.job import job
     from generator.cli.new import new
@@ -79,6 +80,7 @@ def _register() -> None:
     cli.add_command(report)
     cli.add_command(update)
     cli.add_command(submit)
+    cli.add_command(doctor)
 
 
 def main(argv: list[str] | None = None) -> None:

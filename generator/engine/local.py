@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Any
 
 from generator.engine import build as builds
 from generator.engine import registry, run
@@ -60,6 +60,12 @@ class DockerEngine:
 
     def tag(self, ref: str, repository: str, tag: str) -> None:
         self._sdk.tag(ref, repository, tag)
+
+    def info(self) -> dict[str, Any]:
+        return self._sdk.info()
+
+    def registry_knows(self, ref: str) -> str | None:
+        return self._sdk.registry_knows(ref)
 
     def runtimes(self) -> set[str]:
         return self._sdk.runtimes()

@@ -114,6 +114,23 @@ class Sdk:
         with _translated("reading the engine's runtimes"):
             return set(self._api.info().get("Runtimes") or {})
 
+    def info(self) -> dict[str, Any]:
+        """`docker info`: what gen doctor reads (runtimes, the default, the data root)."""
+        with _translated("reading the engine's information"):
+            return dict(self._api.info())
+
+    def registry_knows(self, ref: str) -> str | None:
+        """None when the registry serves ``ref`` (the engine asks it, pulling nothing);
+        else what the engine said."""
+        try:
+            with _translated(f"asking the registry for {ref}"):
+                self._api.inspect_distribution(ref)
+        except EngineUnavailable:
+            raise
+        except EngineError as err:
+            return str(err)
+        return None
+
     # -- streams ------------------------------------------------------------------
     def build(self, context: IO[bytes], **kwargs: Any) -> Iterator[dict[str, Any]]:
         """The classic builder's decoded stream; nothing is pulled that is not asked for."""

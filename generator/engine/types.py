@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 Lines = Callable[[str], None]
 # A registry login (username, password); None: the one docker login stored.
@@ -109,6 +109,12 @@ class Engine(Protocol):
 
     def runtimes(self) -> set[str]:
         """The container runtimes the engine offers (``nvidia`` means GPUs can be passed)."""
+
+    def info(self) -> dict[str, Any]:
+        """What `docker info` says: Runtimes, DefaultRuntime, DockerRootDir, ServerVersion."""
+
+    def registry_knows(self, ref: str) -> str | None:
+        """None when ``ref``'s registry serves it (nothing is pulled); else why not."""
 
     def build(
         self, context: BuildContext, spec: BuildSpec, log: IO[str], on_line: Lines

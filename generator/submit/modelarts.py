@@ -184,7 +184,6 @@ class ModelArts:
             SdkException,
             ServerResponseException,
         )
-        from requests import RequestException
 
         try:
             reply = getattr(self.client, method)(request)
@@ -199,8 +198,8 @@ class ModelArts:
                     f"{err.error_msg}{hint.get(err.status_code, '')}"
                 )
             ) from None
-        except (SdkException, RequestException) as err:
-            # A read timeout reaches us as requests' own ReadTimeout, unwrapped.
+        except (SdkException, OSError) as err:
+            # A read timeout reaches us as requests' own ReadTimeout (an OSError), unwrapped.
             said = str(getattr(err, "error_msg", "") or err or type(err).__name__).splitlines()[0]
             raise SubmitError(
                 self.credentials.mask(f"could not {what}: {self.endpoint} did not answer ({said})")

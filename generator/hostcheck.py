@@ -1,0 +1,277 @@
+"""Can this host (or this container) run the image? Driver, devices and chip, as rules.
+
+Standard library only, Python 3.8+: gen doctor runs it on the host, and each project
+ships it as scripts/hostcheck.py so that train.py runs the same check at start-up,
+inside the container. Every reader takes a root directory, so that tests (and
+``gen doctor --root``) read a copy of /proc, /sys, /dev and /usr/local/Ascend.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+from typing import NamedTuple
+
+OK, FAIL, NA = "ok", "fail", "n/a"
+MARKS = {OK: "✓", FAIL: "✗", NA: "–"}
+
+NVIDIA_PROC = "proc/driver/nvidia/version"
+NVIDIA_SYS = "sys/module/nvidia/version"
+ASCEND_DRIVER_INFO = "usr/local/Ascend/driver/version.info"
+# The toolkit's own record: <=8.3 under ascend-toolkit/latest, from 8.5 under cann/.
+TOOLKIT_INFOS = (
+    "usr/local/Ascend/ascend-toolkit/latest/*-linux/ascend_toolkit_install.info",
+    "usr/local/Ascend/cann/*-linux/ascend_toolkit_install.info",
+    "usr/local/Ascend/cann-*/*-linux/ascend_toolkit_install.info",
+)
+NPU_SMI = ("usr/local/sbin/npu-smi", "usr/local/bin/npu-smi")
+# The nodes an Ascend container needs beside /dev/davinciN (ascend-docker-runtime's
+# runtime/main.go: the manager, memory management and host-device channel).
+ASCEND_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
+# `npu-smi info` names; a bare 910B is the first 910 (vllm-ascend's SOC_TO_SHORT_SOC_MAP).
+CHIP_PATTERNS = (
+    ("910_93", re.compile(r"^(?:Ascend)?910_93\d\d$|^Ascend910$")),
+    ("910b", re.compile(r"^(?:Ascend)?910B\d")),
+    ("910", re.compile(r"^(?:Ascend)?910(?:A|B|ProA|ProB|PremiumA)?$")),
+)
+VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
+INNER_RE = re.compile(r"V\d{3}R\d{3}C\d{2}")
+
+
+class Result(NamedTuple):
+    """One check: its name, OK/FAIL/NA, what was found, and (on FAIL) what is needed and
+    how to get there."""
+
+    name: str
+    status: str
+    found: str
+    needed: str = ""
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{MARKS[self.status]} {self.name}: {self.found}"
+        if self.status == FAIL:
+            text += f"; needed: {self.needed}; fix: {self.fix}"
+        return text
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self._asdict())
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _read(root: str, name: str) -> str | None:
+    try:
+        with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def nvidia_driver(root: str = "/") -> str | None:
+    """The NVIDIA kernel module's version (closed or open module), None without one."""
+    text = _read(root, NVIDIA_PROC)
+    if text:
+        # "... Kernel Module  535.161.08  ..." or "... Open Kernel Module for x86_64  565.57.01"
+        match = re.search(r"Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
+        if match:
+            return match.group(1)
+    text = _read(root, NVIDIA_SYS)
+    return text.strip() if text and VERSION_RE.fullmatch(text.strip()) else None
+
+
+def cuda_driver_check(driver: str | None, cuda: str, table: dict[str, dict[str, str]]) -> Result:
+    """The driver against the image's CUDA: the toolkit's minimum, else the major's
+    minor-version-compatibility minimum (PTX JIT and newer-driver APIs then fail)."""
+    name = "NVIDIA driver"
+    if driver is None:
+        return Result(
+            name,
+            FAIL,
+            "no NVIDIA driver (no /proc/driver/nvidia/version)",
+            f"a driver for CUDA {cuda}",
+            "install the NVIDIA driver, or run where one is",
+        )
+    release = ".".join(cuda.split(".")[:2])
+    full = table.get("toolkit", {}).get(release)
+    compat = table.get("minor_compat", {}).get(cuda.split(".")[0])
+    if full and version_tuple(driver) >= version_tuple(full):
+        return Result(name, OK, f"{driver} >= {full} for CUDA {release}")
+    if compat and version_tuple(driver) >= version_tuple(compat):
+        return Result(
+            name,
+            OK,
+            f"{driver} runs CUDA {release} by minor-version compatibility "
+            f"(>= {compat}; PTX JIT and newer-driver APIs need >= {full})",
+        )
+    needed = full or compat or "?"
+    return Result(
+        name,
+        FAIL,
+        f"{driver} is older than CUDA {release} needs",
+        f">= {needed} (>= {compat} with minor-version compatibility)" if compat else f">= {needed}",
+        "upgrade the host driver, or build on an older CUDA (gen image build --catalog-entry)",
+    )
+
+
+def arch_check(capability: tuple[int, int], arch_list: list[str]) -> Result:
+    """A GPU's compute capability against a torch build's arch list: a cubin of the same
+    major and a lower or equal minor runs; else PTX of a lower capability is JIT-compiled."""
+    name = "GPU architecture"
+    major, minor = capability
+    cubins = [version_tuple(a) for a in arch_list if a.startswith("sm_")]
+    ptx = [version_tuple(a) for a in arch_list if a.startswith("compute_")]
+
+    def cap(v: tuple[int, ...]) -> tuple[int, int]:
+        return (v[0] // 10, v[0] % 10) if len(v) == 1 else (v[0], v[1])
+
+    found = f"sm_{major}{minor} against {' '.join(arch_list) or 'no arch list'}"
+    if any(cap(v)[0] == major and cap(v)[1] <= minor for v in cubins):
+        return Result(name, OK, found)
+    if any(cap(v) <= (major, minor) for v in ptx):
+        return Result(name, OK, found + " (by PTX JIT: the first start compiles kernels)")
+    return Result(
+        name,
+        FAIL,
+        found,
+        f"a torch built for sm_{major}x",
+        "choose a torch build (catalogue entry) that lists this GPU's architecture",
+    )
+
+
+def key_values(text: str) -> dict[str, str]:
+    """``key=value`` lines (version.info, *_install.info)."""
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def compatible(inner: str, listed: str) -> bool:
+    """Whether ``inner`` (V100R001C23...) is in a compatible_version list: [X],[X,Y]..."""
+    mine = INNER_RE.match(inner)
+    if not mine:
+        return False
+    for group in re.findall(r"\[([^\]]*)\]", listed):
+        bounds = [b.strip() for b in group.split(",") if b.strip()]
+        if len(bounds) == 1 and mine.group(0) == bounds[0][:11]:
+            return True
+        if len(bounds) == 2 and bounds[0][:8] == mine.group(0)[:8]:
+            # A range within one VxxxRxxx, compared as whole tokens of equal length.
+            if bounds[0][:11] <= mine.group(0) <= bounds[1][:11]:
+                return True
+    return False
+
+
+def cann_check(driver_info: str | None, toolkit_info: str | None, cann: str, inner: str) -> Result:
+    """The Ascend driver against a CANN toolkit: compatible when the driver's
+    compatible_version lists the toolkit's innerversion, or the toolkit's lists the
+    driver's (a newer package holds the list)."""
+    name = "Ascend driver"
+    if driver_info is None:
+        return Result(
+            name,
+            FAIL,
+            f"no /{ASCEND_DRIVER_INFO}",
+            f"a driver for CANN {cann}",
+            "install the Ascend HDK driver (or mount /usr/local/Ascend/driver)",
+        )
+    driver = key_values(driver_info)
+    toolkit = key_values(toolkit_info or "")
+    inner = toolkit.get("innerversion", inner)
+    if not inner:
+        return Result(name, NA, f"no innerversion known for CANN {cann}: checked in the image")
+    version = driver.get("Version", "?")
+    driver_inner = driver.get("Innerversion", "")
+    if compatible(inner, driver.get("compatible_version", "")) or compatible(
+        driver_inner, toolkit.get("compatible_version", "")
+    ):
+        return Result(name, OK, f"{version} ({driver_inner[:11]}) lists CANN {cann} ({inner[:11]})")
+    return Result(
+        name,
+        FAIL,
+        f"{version} accepts {driver.get('compatible_version', '?')}",
+        f"a driver whose compatible_version lists CANN {cann} ({inner[:11]})",
+        "install the Ascend HDK the CANN release notes pair with it (版本配套), "
+        "or choose an image with an older CANN",
+    )
+
+
+def ascend_devices(root: str = "/") -> Result:
+    name = "Ascend devices"
+    davinci = sorted(
+        os.path.basename(p) for p in glob.glob(os.path.join(root, "dev", "davinci[0-9]*"))
+    )
+    missing = [n for n in ASCEND_NODES if not os.path.exists(os.path.join(root, "dev", n))]
+    if davinci and not missing:
+        return Result(name, OK, f"{', '.join(davinci)} and {', '.join(ASCEND_NODES)}")
+    found = ", ".join(davinci) or "no /dev/davinci*"
+    return Result(
+        name,
+        FAIL,
+        found + (f"; missing {', '.join(missing)}" if missing else ""),
+        f"/dev/davinciN and {', '.join(ASCEND_NODES)}",
+        "install the driver; in a container pass the devices (README: Run the image)",
+    )
+
+
+def npu_smi(root: str = "/") -> str | None:
+    for name in NPU_SMI:
+        path = os.path.join(root, name)
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def chip_of(info: str) -> str | None:
+    """The chip (910, 910b, 910_93) `npu-smi info` shows in its first device row."""
+    for line in info.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        words = cells[0].split() if cells else []
+        if len(words) == 2 and words[0].isdigit():
+            for chip, pattern in CHIP_PATTERNS:
+                if pattern.search(words[1]):
+                    return chip
+    return None
+
+
+def chip_check(root: str, wanted: str) -> Result:
+    name = "Ascend chip"
+    tool = npu_smi(root)
+    if tool is None:
+        return Result(
+            name,
+            FAIL,
+            "no npu-smi",
+            "npu-smi (the driver installs it)",
+            "install the Ascend driver; in a container mount /usr/local/bin/npu-smi",
+        )
+    try:
+        info = subprocess.run([tool, "info"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        return Result(
+            name, FAIL, f"npu-smi info failed ({err})", "npu-smi info", "check the driver"
+        )
+    chip = chip_of(info)
+    if chip == wanted:
+        return Result(name, OK, f"npu-smi shows {chip}")
+    return Result(
+        name,
+        FAIL,
+        f"npu-smi shows {chip or 'no chip it names'}",
+        f"a {wanted} (the project's --chip)",
+        f"run on {wanted} servers, or gen update --set chip={chip}"
+        if chip
+        else "check npu-smi info",
+    )
+
+
+def toolkit_info(root: str = "/") -> str | None:
+    for pattern in TOOLKIT_INFOS:
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            text = _read("/", path)
+            if text:
+                return text
+    return None

@@ -1,0 +1,153 @@
+"""The host rules gen doctor and the projects' start-up check share, on real files
+(tests/data/doctor/PROVENANCE.md says where each comes from)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from generator import hostcheck
+from generator.doctor import driver_table
+from generator.hostcheck import FAIL, NA, OK
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "doctor"
+
+
+def tree(root: Path, files: dict[str, str]) -> str:
+    """A --root tree: each path under ``root`` gets a fixture file's bytes (or text)."""
+    for name, source in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if (DATA / source).is_file():
+            shutil.copyfile(DATA / source, path)
+        else:
+            path.write_text(source)
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "version"),
+    [
+        ("nvidia-proc-version-open", "565.57.01"),
+        ("nvidia-proc-version-closed", "375.74"),
+        ("nvidia-proc-version-closed-535", "535.161.08"),
+    ],
+)
+def test_the_driver_version_is_read_from_either_kernel_module(
+    tmp_path: Path, fixture: str, version: str
+) -> None:
+    root = tree(tmp_path, {hostcheck.NVIDIA_PROC: fixture})
+    assert hostcheck.nvidia_driver(root) == version
+
+
+def test_without_proc_the_module_version_in_sys_is_read(tmp_path: Path) -> None:
+    assert hostcheck.nvidia_driver(str(tmp_path)) is None
+    root = tree(tmp_path, {hostcheck.NVIDIA_SYS: "550.144.03\n"})
+    assert hostcheck.nvidia_driver(root) == "550.144.03"
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda", "status", "says"),
+    [
+        ("565.57.01", "11.8.0", OK, "565.57.01 >= 520.61.05 for CUDA 11.8"),
+        ("520.61.05", "11.8.0", OK, "520.61.05 >= 520.61.05 for CUDA 11.8"),
+        ("470.57.02", "11.8.0", OK, "minor-version compatibility (>= 450.80.02"),
+        ("375.74", "11.8.0", FAIL, "375.74 is older than CUDA 11.8 needs"),
+        ("450.36.06", "11.6.2", FAIL, "450.36.06 is older than CUDA 11.6 needs"),
+        ("535.161.08", "12.4.1", OK, "minor-version compatibility (>= 525.60.13"),
+        (None, "11.8.0", FAIL, "no NVIDIA driver"),
+    ],
+)
+def test_the_driver_against_the_images_cuda(
+    driver: str | None, cuda: str, status: str, says: str
+) -> None:
+    result = hostcheck.cuda_driver_check(driver, cuda, driver_table())
+    assert result.status == status and says in result.found
+    if status == FAIL and driver:
+        assert result.needed.startswith(">= ") and "upgrade the host driver" in result.fix
+
+
+@pytest.mark.parametrize(
+    ("capability", "arch_list", "status"),
+    [
+        ((8, 0), ["sm_50", "sm_80", "sm_90"], OK),
+        ((8, 6), ["sm_80"], OK),  # a cubin runs on a higher minor of its major
+        ((9, 0), ["sm_80", "compute_80"], OK),  # PTX of a lower capability, by JIT
+        ((9, 0), ["sm_80", "sm_86"], FAIL),
+        ((7, 0), ["sm_80", "compute_80"], FAIL),
+    ],
+)
+def test_the_gpu_against_torchs_arch_list(
+    capability: tuple[int, int], arch_list: list[str], status: str
+) -> None:
+    assert hostcheck.arch_check(capability, arch_list).status == status
+
+
+@pytest.mark.parametrize(
+    ("driver", "toolkit", "status"),
+    [
+        # The driver lists the toolkit's innerversion (C23).
+        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info-8.3.RC2", OK),
+        # The newer toolkit (C25) lists the driver's (C23): the newer package holds the list.
+        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info-8.5.0", OK),
+        # Neither lists the other (C13 against C19..C23).
+        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info", FAIL),
+        ("ascend-driver-version.info", "ascend_toolkit_install.info", OK),
+    ],
+)
+def test_the_ascend_driver_against_the_toolkit(driver: str, toolkit: str, status: str) -> None:
+    result = hostcheck.cann_check(
+        (DATA / driver).read_text(), (DATA / toolkit).read_text(), "x", ""
+    )
+    assert result.status == status, result
+
+
+def test_compatible_version_ranges_and_whole_tokens() -> None:
+    listed = "[V100R001C13,V100R001C19],[V100R001C30]"
+    assert hostcheck.compatible("V100R001C15SPC001B1", listed)
+    assert hostcheck.compatible("V100R001C30B2", listed)
+    assert not hostcheck.compatible("V100R001C20", listed)
+    assert not hostcheck.compatible("V100R002C15", listed)
+    assert not hostcheck.compatible("", listed)
+
+
+def test_an_unknown_innerversion_is_not_judged() -> None:
+    driver = (DATA / "ascend-driver-version.info").read_text()
+    assert hostcheck.cann_check(driver, None, "8.0.0", "").status == NA
+    assert hostcheck.cann_check(None, None, "8.0.0", "").status == FAIL
+
+
+@pytest.mark.parametrize(
+    ("fixture", "chip"),
+    [
+        ("npu-smi-info-910b.txt", "910b"),
+        ("npu-smi-info-a3-excerpt.txt", "910_93"),
+        ("npu-smi-info-910-excerpt.txt", "910"),
+    ],
+)
+def test_npu_smi_names_the_chip(tmp_path: Path, fixture: str, chip: str) -> None:
+    assert hostcheck.chip_of((DATA / fixture).read_text()) == chip
+    script = tmp_path / "usr/local/sbin/npu-smi"
+    script.parent.mkdir(parents=True)
+    # A stand-in npu-smi that prints what the real one printed on that server.
+    script.write_text(f"#!/bin/sh\ncat '{DATA / fixture}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    assert hostcheck.chip_check(str(tmp_path), chip).status == OK
+    other = "910b" if chip != "910b" else "910"
+    mismatch = hostcheck.chip_check(str(tmp_path), other)
+    assert mismatch.status == FAIL and f"gen update --set chip={chip}" in mismatch.fix
+
+
+def test_ascend_device_nodes(tmp_path: Path) -> None:
+    assert hostcheck.ascend_devices(str(tmp_path)).status == FAIL
+    for name in ("davinci0", "davinci1", *hostcheck.ASCEND_NODES):
+        (tmp_path / "dev").mkdir(exist_ok=True)
+        (tmp_path / "dev" / name).touch()
+    assert hostcheck.ascend_devices(str(tmp_path)).status == OK
+    os.remove(tmp_path / "dev" / "hisi_hdc")
+    result = hostcheck.ascend_devices(str(tmp_path))
+    assert result.status == FAIL and "missing hisi_hdc" in result.found

@@ -16,9 +16,10 @@ from pathlib import Path
 class PrivateDaemon:
     """``dockerd`` on a socket of its own; ``start`` and ``stop`` as often as a test needs."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
         # Short: containerd's socket lives under the exec root (unix paths max 108 bytes).
         self.root = Path(tempfile.mkdtemp(prefix="gtd-", dir="/tmp"))
+        self.extra_args = extra_args
         self.socket = self.root / "docker.sock"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -53,6 +54,7 @@ class PrivateDaemon:
                     str(self.root / "exec"),
                     "--pidfile",
                     str(self.root / "dockerd.pid"),
+                    *self.extra_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -14,6 +14,7 @@ from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
 from jinja2 import Environment
 from jinja2.ext import Extension
 
@@ -23,6 +24,7 @@ from generator import (
     __version__,
     catalog,
     docker_flags,
+    hostcheck,
     ranktable,
     ranktable_model,
     ranktable_node,
@@ -71,10 +73,18 @@ def project_record(context: Mapping[str, object]) -> str:
     return json.dumps(record, indent=2)
 
 
+def driver_table(vendor: object) -> str:
+    """images/drivers.yaml's table for ``vendor`` (nvidia) as JSON: the minimum driver per
+    CUDA release that the project's start-up check (scripts/hostcheck.py) compares with."""
+    data = yaml.safe_load((Path(__file__).resolve().parent / "images" / "drivers.yaml").read_text())
+    return json.dumps(data[str(vendor)], indent=2, sort_keys=True)
+
+
 def module_source(name: object) -> str:
     """The text of one of generator's stdlib-only modules, to ship it in a project: the same
     code, importing its sibling as the module beside it in scripts/."""
     modules = {
+        "hostcheck": hostcheck,
         "ranktable": ranktable,
         "ranktable_model": ranktable_model,
         "ranktable_node": ranktable_node,
@@ -96,3 +106,4 @@ class TrainTemplateExtension(Extension):
         environment.filters["image_entry"] = image_entry
         environment.filters["docker_run_flags"] = docker_run_flags
         environment.filters["project_record"] = project_record
+        environment.filters["driver_table"] = driver_table

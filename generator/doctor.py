@@ -201,11 +201,11 @@ def project_checks(subject: Subject) -> list[Result]:
             results.append(Result("rank table", OK, f"{table.name}: {loaded.rank_size} ranks"))
     else:
         results.append(Result("rank table", NA, "no rank table for this target"))
-    results.append(_built_base(subject))
+    results.append(image_base(subject))
     return results
 
 
-def _built_base(subject: Subject) -> Result:
+def image_base(subject: Subject) -> Result:
     from generator.engine import connect
     from generator.image.plan import default_tag
 

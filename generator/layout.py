@@ -26,7 +26,7 @@ ASCEND_ONLY = (
     # Ascend ModelZoo's entry points: test/train_{full,performance}_{1p,8p}.sh.
     "test",
 )
-CUDA_ONLY = ("Dockerfile.cuda",)
+CUDA_ONLY = ("Dockerfile.cuda", "scripts/cuda_drivers.json")
 # A MindSpore project carries the training loop it was generated with, not both,
 # as src/scaffold/train_loop.py.
 MS_LOOP_FILES = {"model": "src/scaffold/model_loop.py", "custom": "src/scaffold/custom_loop.py"}

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import engine
+from generator import doctor, engine
+from generator.hostcheck import FAIL
 from generator.options import Options
+from generator.project import read_record
 from tests.conftest import gen
 from tests.integration.conftest import (
     STANDIN_BASE,
@@ -66,9 +68,19 @@ def test_build_then_smoke(
         framework.replace("pytorch", "torch")
     )
 
+    # gen doctor reads the image's recorded base: the stand-in, not the catalogue's.
+    built_on = doctor.image_base(doctor.subject(project, read_record(project), target, "/"))
+    assert built_on.status == FAIL and built_on.found == f"{tag} is built on {STANDIN_BASE}"
+
     result = gen("image", "smoke", "--target", target, "--timeout", "600", cwd=project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "no GPU or NPU: running on the CPU" in result.stdout
+    # The start-up host check ran in the image (scripts/hostcheck.py): this host has no driver.
+    check = {
+        "cuda": "NVIDIA driver: no NVIDIA driver",
+        "ascend": "Ascend devices: no /dev/davinci*",
+    }
+    assert f"WARNING host check: ✗ {check[target]}" in result.stdout
     assert "passed" in result.stdout
     # An accelerator's image started without its devices says so (TRAIN_ACCELERATOR).
     name = {"cuda": "CUDA GPUs", "ascend": "Ascend NPUs"}[target]

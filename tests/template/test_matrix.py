@@ -91,7 +91,19 @@ README_ALWAYS += ("## Run on a Kubernetes cluster", "gen job render --kind")
 README_ALWAYS += ("## Watching a run", "tensorboard --logdir", "python scripts/report.py")
 README_ALWAYS += ("MLFLOW_TRACKING_URI", "**One output directory, one run.**", "--resume auto")
 README_BY_PLATFORM = {
-    "openi": ("### OpenI (启智)", "**C2Net (智算网络) jobs**", "upload_output()"),
+    # OpenI's training form and what its C2Net tasks do (its docs, 云脑 → 训练任务, and the
+    # task code: /tmp/code, /tmp/dataset, /tmp/output; run parameters as --name=value).
+    "openi": (
+        "### OpenI (启智)",
+        "**C2Net (智算网络) jobs**",
+        "upload_output()",
+        "项目 → 云脑 → 训练任务 → 新建训练任务",
+        "启动文件 `train.py`",
+        "passed as `--name=value`",
+        "`requirements.txt` is not run",
+        "`/tmp/dataset/<archive name>/`",
+        "the outputs go to `/tmp/output`",
+    ),
     "modelarts": ("### ModelArts", "train_url"),
     "generic": ("### Your own nodes",),
 }
@@ -132,6 +144,9 @@ def test_template_readme_draws_the_layout_and_the_platforms() -> None:
         assert heading in readme
     assert "## Run on a Kubernetes cluster" in readme and "backend_api.py" in readme
     assert "## Runs you can watch and never lose" in readme and "gen report" in readme
+    for heading in ("## Install", "## Keep a project up to date", "## Check a host"):
+        assert heading in readme
+    assert "## Submit to ModelArts" in readme and "gen submit modelarts" in readme
 
 
 def _unique(matrix: dict[Options, Path], pattern: str) -> list[str]:

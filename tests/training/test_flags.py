@@ -137,3 +137,43 @@ def test_an_accelerator_asked_for_and_absent_is_one_line(
     result = runs.run(project, *argv, env=runs.clean_env(TRAIN_ACCELERATOR=image))
     runs.assert_one_line_exit_2(result, *ABSENT[framework, asked])
     assert not (tmp_path / "o").exists()
+
+
+def _host(root: Path, files: dict[str, str]) -> str:
+    """A copy of a host's driver files (tests/data/doctor: real ones) under ``root``."""
+    data = Path(__file__).resolve().parents[1] / "data" / "doctor"
+    for name, fixture in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes((data / fixture).read_bytes())
+    return str(root)
+
+
+def test_the_start_up_host_check_is_one_line_and_stops_only_with_strict(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    """Inside a CUDA image (TRAIN_ACCELERATOR, the base's CUDA_VERSION) train.py compares the
+    host's driver with the image's CUDA, as gen doctor does (scripts/hostcheck.py)."""
+    proc = "proc/driver/nvidia/version"
+    argv = ("train.py", "--smoke", "--device_target", "auto", "--train_url")
+
+    def train(root: str, output: str, *more: str) -> subprocess.CompletedProcess[str]:
+        env = runs.clean_env(
+            TRAIN_ACCELERATOR="cuda", CUDA_VERSION="11.8.0", TRAIN_HOSTCHECK_ROOT=root
+        )
+        return runs.run(pytorch_project, *argv, str(tmp_path / output), *more, env=env)
+
+    good = train(_host(tmp_path / "new", {proc: "nvidia-proc-version-open"}), "good")
+    assert good.returncode == 0, good.stderr[-3000:]
+    (line,) = [line for line in good.stdout.splitlines() if " host check: " in line]
+    assert line.endswith(" host check: ✓ NVIDIA driver: 565.57.01 >= 520.61.05 for CUDA 11.8")
+    old = _host(tmp_path / "old", {proc: "nvidia-proc-version-closed"})
+    warned = train(old, "warned")
+    assert warned.returncode == 0, warned.stderr[-3000:]
+    (line,) = [line for line in warned.stdout.splitlines() if " host check: " in line]
+    assert " WARNING host check: ✗ NVIDIA driver: 375.74 is older than CUDA 11.8 needs" in line
+    stopped = train(old, "stopped", "--strict")
+    assert stopped.returncode == 2
+    assert stopped.stderr.splitlines()[-1].startswith(
+        "error: host check: ✗ NVIDIA driver: 375.74 is older than CUDA 11.8 needs; needed: "
+    )
+    assert not (tmp_path / "stopped").exists()  # stopped before anything was written

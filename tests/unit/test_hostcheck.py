@@ -29,19 +29,18 @@ def tree(root: Path, files: dict[str, str]) -> str:
     return str(root)
 
 
-@pytest.mark.parametrize(
-    ("fixture", "version"),
-    [
-        ("nvidia-proc-version-open", "565.57.01"),
-        ("nvidia-proc-version-closed", "375.74"),
-        ("nvidia-proc-version-closed-535", "535.161.08"),
-    ],
-)
-def test_the_driver_version_is_read_from_either_kernel_module(
-    tmp_path: Path, fixture: str, version: str
-) -> None:
+# Each kernel module's /proc file, and the version in it.
+PROC_VERSIONS = {
+    "nvidia-proc-version-open": "565.57.01",
+    "nvidia-proc-version-closed": "375.74",
+    "nvidia-proc-version-closed-535": "535.161.08",
+}
+
+
+@pytest.mark.parametrize("fixture", list(PROC_VERSIONS))
+def test_the_driver_version_is_read_from_either_kernel_module(tmp_path: Path, fixture: str) -> None:
     root = tree(tmp_path, {hostcheck.NVIDIA_PROC: fixture})
-    assert hostcheck.nvidia_driver(root) == version
+    assert hostcheck.nvidia_driver(root) == PROC_VERSIONS[fixture]
 
 
 def test_without_proc_the_module_version_in_sys_is_read(tmp_path: Path) -> None:

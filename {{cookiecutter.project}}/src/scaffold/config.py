@@ -64,6 +64,7 @@ class Config:
     keep_checkpoints: int = 3
     max_steps: int | None = None
     smoke: bool = False
+    strict: bool = False  # a failed host check stops the run (src/scaffold/hostline.py)
     # The model (src/model.py) and the data (src/data.py): config.yaml's model: and data:.
     model: str = "lenet"
     data_format: str = "auto"
@@ -243,7 +244,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # The flags besides the options' (argparse adds --help): a typo is compared with them too.
-OTHER_FLAGS = ("config_path", "smoke", "no_tensorboard", "help")
+OTHER_FLAGS = ("config_path", "smoke", "strict", "no_tensorboard", "help")
 
 
 def _known_flags(options: dict[str, Option]) -> dict[str, str]:
@@ -268,12 +269,11 @@ def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
         parser.add_argument(
             f"--{name}", *option.aliases, dest=name, type=option.convert, help=option.help
         )
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        default=None,
-        help="a few steps on synthetic data, to check a setup",
-    )
+    for flag, text in (
+        ("--smoke", "a few steps on synthetic data, to check a setup"),
+        ("--strict", "stop (exit 2) when the start-up host check fails (driver, devices)"),
+    ):
+        parser.add_argument(flag, action="store_true", default=None, help=text)
     parser.add_argument(
         "--no_tensorboard",
         action="store_const",

@@ -25,6 +25,7 @@ from src.scaffold.backend_api import Backend, BatchPlan
 from src.scaffold.config import Config, parse_config
 from src.scaffold.epochs import EpochEnd
 from src.scaffold.errors import Stopped, StorageError, TrainError
+from src.scaffold.hostline import host_line
 from src.scaffold.once import Once
 from src.scaffold.progress import Progress
 from src.scaffold.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
@@ -225,6 +226,9 @@ def run(cfg: Config) -> None:
         print(backend.placement, flush=True)
         if backend.unseen:
             log.warning("%s", backend.unseen)
+        checked = host_line(cfg.strict)  # in the project's images only
+        if checked:
+            (log.warning if checked[1] else log.info)("%s", checked[0])
         if cfg.ignored_args:
             log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
         with stopping():

@@ -1,0 +1,1 @@
+{{ 'hostcheck' | module_source }}

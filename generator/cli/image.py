@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from generator.cli.args import PROJECT_DIR
 from generator.options import TARGETS
 
 if TYPE_CHECKING:
@@ -14,12 +15,6 @@ if TYPE_CHECKING:
 
     from generator.image.build import BuildReport
 
-PROJECT_DIR = click.argument(
-    "project_dir",
-    required=False,
-    default=".",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
 TARGET = click.option(
     "--target", type=click.Choice(TARGETS[:2]), required=True, help="Which Dockerfile."
 )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from generator.cli.args import PROJECT_DIR
 from generator.jobs.spec import ACCELERATORS, DEFAULT_JOIN_TIMEOUT, GANGS, KINDS, TRAINER_VERSIONS
 
 RENDER_HELP = """Write the manifests that run PROJECT_DIR (default: here) on a cluster.
@@ -49,12 +50,7 @@ def job() -> None:
 
 @job.command(help=RENDER_HELP)
 @click.option("--kind", type=click.Choice(KINDS), required=True, help="Which job API.")
-@click.argument(
-    "project_dir",
-    required=False,
-    default=".",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
+@PROJECT_DIR
 @click.option("--image", help="Image reference (default: logs/image-<target>.pushed).")
 @click.option("--nnodes", type=int, help="Nodes (default: the project's nnodes).")
 @click.option("--devices-per-node", type=int, help="GPUs/NPUs per node (default: the project's).")

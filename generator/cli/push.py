@@ -7,17 +7,14 @@ from pathlib import Path
 
 import click
 
+from generator.cli.args import PROJECT_DIR
+
 # Only the defaults here: gitpush (and what it imports) loads when push runs.
 from generator.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 
 
 @click.command()
-@click.argument(
-    "project_dir",
-    required=False,
-    default=".",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
+@PROJECT_DIR
 @click.option("--remote", metavar="URL", help="The platform repository (default: origin).")
 @click.option("--branch", default="main", show_default=True, help="Remote branch to push.")
 @click.option("--message", "-m", help="Commit message (default: 'gen push: <date>').")

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from generator.cli.args import PROJECT_DIR
 from generator.cli.new import _parse_set
 from generator.submit.modelarts import AK_ENV, DEFAULT_TIMEOUT, PROJECT_ENV, SK_ENV
 
@@ -48,12 +49,7 @@ def submit() -> None:
 
 
 @submit.command()
-@click.argument(
-    "project_dir",
-    required=False,
-    default=".",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
+@PROJECT_DIR
 @click.option("--flavor", required=True, help="Resource flavor id (gen submit flavors).")
 @click.option("--data-obs", metavar="OBS_URL", help="Dataset on OBS: the job's data_url input.")
 @click.option("--output-obs", metavar="OBS_URL", help="Output on OBS: the job's train_url output.")

@@ -6,17 +6,13 @@ from pathlib import Path
 
 import click
 
+from generator.cli.args import PROJECT_DIR
 from generator.cli.new import _parse_set
 from generator.errors import OptionError
 
 
 @click.command()
-@click.argument(
-    "project_dir",
-    required=False,
-    default=".",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
+@PROJECT_DIR
 @click.option("--to", metavar="VERSION|REF", help="Template version or git ref (with --template).")
 @click.option(
     "--template",

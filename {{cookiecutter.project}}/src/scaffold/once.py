@@ -90,9 +90,12 @@ class Once:
         except StorageError as err:
             _write(self.failed, {"key": self.key, "reason": str(err)})
             raise
+        else:
+            # Done before the lock goes: a process that takes the lock next must see it,
+            # or it would run the step a second time.
+            _write(self.done, {"key": self.key, "time": time.time()})
         finally:
             self.lock.unlink(missing_ok=True)
-        _write(self.done, {"key": self.key, "time": time.time()})
 
     def run(self, step: Callable[[], None], what: str, timeout_s: float) -> bool:
         """Run ``step`` here, or wait for the process that runs it; True when this one ran it.

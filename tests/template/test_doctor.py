@@ -1,6 +1,6 @@
 """`gen doctor` on host trees made of real files (tests/data/doctor), for generated projects.
 
-The engine checks have their own test with a real engine (tests/integration/test_doctor.py);
+The engine checks have their own test with a real engine (tests/integration/test_doctor_engines.py);
 here DOCKER_HOST names no engine, so that line is always the same ✗.
 """
 

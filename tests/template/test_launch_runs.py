@@ -289,10 +289,14 @@ def test_per_device_pytorch_waits_end_within_the_join_timeout(
     if case == "master does not resolve":
         # Asked before any rank starts, as a pod's name resolves once its pod is up.
         assert line.startswith("error: no-such-host.invalid did not resolve within 15 s")
-    else:
+    elif line.startswith("error: rank 0 "):
         assert line.startswith("error: rank 0 exited with status 2; the other ranks were")
         said = "error: rank 0 of 4: the ranks did not all meet at 127.0.0.1:"
         assert said in result.stderr and "within 15 s" in result.stderr
+    else:
+        # Rank 0's store closes as its wait ends, before its process does: on a loaded
+        # machine rank 1, losing the store, can exit first and be the one named (CI, once).
+        assert line.startswith("error: rank 1 exited with status 1; the other ranks were")
     # 15 s and the ranks' start (torch's import, a few seconds on a loaded machine).
     assert took < 15 + 25, took
     assert_all_gone(str(project))

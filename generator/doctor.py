@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from generator import catalog, hostcheck
+from generator.engine.types import Engine
 from generator.errors import CatalogError, GenError
 from generator.hostcheck import FAIL, NA, OK, Result
 from generator.options import Options
@@ -109,11 +110,11 @@ def _runtime(target: str, info: dict[str, object]) -> Result:
     )
 
 
-def _base_image(engine: object, base: str) -> Result:
+def _base_image(engine: Engine, base: str) -> Result:
     name = "base image"
-    if engine.image(base) is not None:  # type: ignore[attr-defined]
+    if engine.image(base) is not None:
         return Result(name, OK, f"{base} is on this host")
-    said = engine.registry_knows(base)  # type: ignore[attr-defined]
+    said = engine.registry_knows(base)
     if said is None:
         return Result(
             name, OK, f"{base} is not here; its registry has it (gen image build pulls it)"
@@ -139,7 +140,7 @@ def nvidia_checks(subject: Subject) -> list[Result]:
 def ascend_checks(subject: Subject, chip: str) -> list[Result]:
     entry = subject.entry
     root = subject.root
-    driver_info = hostcheck._read(root, hostcheck.ASCEND_DRIVER_INFO)
+    driver_info = hostcheck.read(root, hostcheck.ASCEND_DRIVER_INFO)
     results = [
         hostcheck.ascend_devices(root),
         hostcheck.cann_check(driver_info, None, entry.cann or "?", entry.innerversion or ""),

@@ -64,7 +64,8 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text))
 
 
-def _read(root: str, name: str) -> str | None:
+def read(root: str, name: str) -> str | None:
+    """The text of ``name`` under ``root``, None when it cannot be read."""
     try:
         with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
             return handle.read()
@@ -74,13 +75,13 @@ def _read(root: str, name: str) -> str | None:
 
 def nvidia_driver(root: str = "/") -> str | None:
     """The NVIDIA kernel module's version (closed or open module), None without one."""
-    text = _read(root, NVIDIA_PROC)
+    text = read(root, NVIDIA_PROC)
     if text:
         # "... Kernel Module  535.161.08  ..." or "... Open Kernel Module for x86_64  565.57.01"
         match = re.search(r"Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
         if match:
             return match.group(1)
-    text = _read(root, NVIDIA_SYS)
+    text = read(root, NVIDIA_SYS)
     return text.strip() if text and VERSION_RE.fullmatch(text.strip()) else None
 
 
@@ -271,7 +272,7 @@ def chip_check(root: str, wanted: str) -> Result:
 def toolkit_info(root: str = "/") -> str | None:
     for pattern in TOOLKIT_INFOS:
         for path in sorted(glob.glob(os.path.join(root, pattern))):
-            text = _read("/", path)
+            text = read(root, os.path.relpath(path, root))
             if text:
                 return text
     return None

@@ -63,7 +63,7 @@ def results(accelerator: str, root: str) -> list[Any]:
         return found
     toolkit = check.toolkit_info(root)
     cann = check.key_values(toolkit or "").get("version", "of this image")
-    driver = check._read(root, check.ASCEND_DRIVER_INFO)
+    driver = check.read(root, check.ASCEND_DRIVER_INFO)
     return [check.ascend_devices(root), check.cann_check(driver, toolkit, cann, "")]
 
 

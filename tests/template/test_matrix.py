@@ -90,6 +90,8 @@ README_ALWAYS += ("## Run on a Kubernetes cluster", "gen job render --kind")
 # Watching a run: TensorBoard, the report, MLflow; and one output directory per run.
 README_ALWAYS += ("## Watching a run", "tensorboard --logdir", "python scripts/report.py")
 README_ALWAYS += ("MLFLOW_TRACKING_URI", "**One output directory, one run.**", "--resume auto")
+# The record gen update merges from, and how to take a newer template.
+README_ALWAYS += ("## Keep it up to date", "render as it was: commit both", "gen update --dry-run")
 README_BY_PLATFORM = {
     # OpenI's training form and what its C2Net tasks do (its docs, 云脑 → 训练任务, and the
     # task code: /tmp/code, /tmp/dataset, /tmp/output; run parameters as --name=value).
@@ -104,7 +106,8 @@ README_BY_PLATFORM = {
         "`/tmp/dataset/<archive name>/`",
         "the outputs go to `/tmp/output`",
     ),
-    "modelarts": ("### ModelArts", "train_url"),
+    # The job through ModelArts' API, instead of the console (gen submit).
+    "modelarts": ("### ModelArts", "train_url", "gen submit modelarts --flavor", "--dry-run"),
     "generic": ("### Your own nodes",),
 }
 README_ASCEND = ("**Rank tables.**", "HWHIAI_UID", "`ascendjob`", "### Ascend ModelZoo scripts")

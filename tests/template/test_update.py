@@ -260,7 +260,8 @@ def test_without_its_pristine_render_the_base_comes_from_the_template_history(
     alone = gen(project)
     assert alone.returncode == 1
     assert "keeps no pristine render" in alone.stderr and "--template" in alone.stderr
-    done = to_v2(project, template)
+    # The history by URL, as a user names a template's repository (PATH is the other tests').
+    done = gen(project, "--template", f"file://{template}", "--to", versions.V2)
     assert done.returncode == 0, done.stderr
     assert "take      env.sh: changed by the template only" in done.stdout
     assert (project / ARCHIVE).is_file()

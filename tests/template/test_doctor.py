@@ -101,6 +101,10 @@ def test_an_ascend_project_on_a_server_tree(tmp_path: Path, npu_smi: str, chip_l
     assert "✓ rank table: rank_table_8p.json: 8 ranks" in lines
     # The project's image is CANN 8.0.0 (innerversion C20): the driver lists C19..C23.
     assert "✓ Ascend driver: 25.3.rc1 (V100R001C23) lists CANN 8.0.0 (V100R001C20)" in lines
+    # PROJECT_DIR named from another directory: the same checks (the engine line names the
+    # socket, which is per directory here).
+    named = doctor(tmp_path, str(project), "--root", str(root))
+    assert named.stdout.splitlines()[1:] == lines[1:]
 
 
 def test_a_driver_that_does_not_list_the_images_cann(tmp_path: Path) -> None:

@@ -149,6 +149,8 @@ def test_template_readme_draws_the_layout_and_the_platforms() -> None:
     assert "## Runs you can watch and never lose" in readme and "gen report" in readme
     for heading in ("## Install", "## Keep a project up to date", "## Check a host"):
         assert heading in readme
+    install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    assert "pipx install git+" in install and "pip install git+" in install
     assert "## Submit to ModelArts" in readme and "gen submit modelarts" in readme
 
 

@@ -326,3 +326,17 @@ def test_without_keys_or_for_another_platform_nothing_is_sent(
     assert done.returncode == 2
     assert done.stderr.startswith("error: platform: this project was made for openi")
     assert api.requests == []
+
+
+def test_the_region_picks_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--region without --endpoint: the client the commands use signs for that region's
+    ModelArts (built only; nothing is sent to a host other than 127.0.0.1)."""
+    from generator.cli.submit import _client
+
+    for name, value in zip(("AK", "SK", "PROJECT_ID"), (AK, SK, PROJECT_ID), strict=True):
+        monkeypatch.setenv(f"HUAWEICLOUD_SDK_{name}", value)
+    client = _client("cn-southwest-2", None, 5.0)
+    assert client.endpoint == "https://modelarts.cn-southwest-2.myhuaweicloud.com"
+    # What the SDK itself will call (its client has no public reader for it).
+    assert client.client._endpoints == [client.endpoint]
+    assert _client("cn-southwest-2", "http://127.0.0.1:9", 5.0).endpoint == "http://127.0.0.1:9"

@@ -12,30 +12,30 @@ The medians and their ratios to gen new are printed.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-BIN = Path(sys.executable).parent
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost"}
-GIT_ENV |= {"GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+from bench_gen_new import BIN, _time
 
-
-def _time(cmd: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - start
+GEN = str(BIN / "gen")
+SET = ["--set", "devices_per_node=4"]
+# name: (arguments, whether it writes: then it runs in a fresh copy of the project)
+CASES = {
+    "gen update (up to date)": (["update"], False),
+    "gen update --set ... --dry-run": (["update", *SET, "--dry-run"], False),
+    "gen update --set ... (writes)": (["update", *SET], True),
+}
+BASELINE = "gen new --no-input (baseline)"
 
 
 def _committed_project(work: Path) -> Path:
-    subprocess.run([str(BIN / "gen"), "new", "demo", "--no-input"], cwd=work, check=True)
+    subprocess.run([GEN, "new", "demo", "--no-input"], cwd=work, check=True)
     project = work / "demo"
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "generated"]):
+    identity = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", "generated"]):
         subprocess.run(["git", *args], cwd=project, check=True)
     return project
 
@@ -44,31 +44,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
-    os.environ.update(GIT_ENV)
-    gen = str(BIN / "gen")
-    times: dict[str, list[float]] = {}
-    cases = {
-        "gen new --no-input (baseline)": None,
-        "gen update (up to date)": ["update"],
-        "gen update --set ... --dry-run": ["update", "--set", "devices_per_node=4", "--dry-run"],
-        "gen update --set ... (writes)": ["update", "--set", "devices_per_node=4"],
-    }
+    times: dict[str, list[float]] = {BASELINE: [], **{name: [] for name in CASES}}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         project = _committed_project(work)
         for i in range(args.runs + 1):
-            for name, command in cases.items():
-                if command is None:
-                    took = _time([gen, "new", f"g{i}", "--no-input"], work)
-                elif "--dry-run" in command or "--set" not in command:
-                    took = _time([gen, *command], project)
-                else:
-                    copy = work / f"copy{i}"
-                    shutil.copytree(project, copy)
-                    took = _time([gen, *command], copy)
-                if i:  # the first round warms the file cache
-                    times.setdefault(name, []).append(took)
-    base = statistics.median(times["gen new --no-input (baseline)"])
+            took = {BASELINE: _time([GEN, "new", f"g{i}", "--no-input"], work)}
+            for name, (command, writes) in CASES.items():
+                where = shutil.copytree(project, work / f"copy{i}") if writes else project
+                took[name] = _time([GEN, *command], where)
+            if i:  # the first round warms the file cache
+                for name, seconds in took.items():
+                    times[name].append(seconds)
+    base = statistics.median(times[BASELINE])
     print(f"{'command':<34}{'median s':>10}{'min s':>10}{'x gen new':>11}")
     for name, found in times.items():
         median = statistics.median(found)

@@ -333,7 +333,8 @@ def test_the_region_picks_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     ModelArts (built only; nothing is sent to a host other than 127.0.0.1)."""
     from generator.cli.submit import _client
 
-    for name, value in zip(("AK", "SK", "PROJECT_ID"), (AK, SK, PROJECT_ID), strict=True):
+    keys = {"AK": AK, "SK": SK, "PROJECT_ID": PROJECT_ID}
+    for name, value in keys.items():
         monkeypatch.setenv(f"HUAWEICLOUD_SDK_{name}", value)
     client = _client("cn-southwest-2", None, 5.0)
     assert client.endpoint == "https://modelarts.cn-southwest-2.myhuaweicloud.com"

@@ -244,12 +244,11 @@ def test_a_dirty_tree_is_refused_and_a_dry_run_changes_nothing(
     assert "add       NOTES.md: new in the template" in dry.stdout
     assert dry.stdout.splitlines()[-1].startswith("dry run: nothing changed")
     # PROJECT_DIR named from another directory plans the same.
-    named = gen(project.parent, str(project), "--template", str(template), "--to", versions.V2)
-    assert named.returncode == 1 and named.stderr == refused.stderr
-    named = gen(
-        project.parent, str(project), "--template", str(template), "--to", versions.V2, "--dry-run"
-    )
-    assert named.returncode == 0 and named.stdout == dry.stdout
+    named = (str(project), "--template", str(template), "--to", versions.V2)
+    refused_named = gen(project.parent, *named)
+    assert refused_named.returncode == 1 and refused_named.stderr == refused.stderr
+    dry_named = gen(project.parent, *named, "--dry-run")
+    assert dry_named.returncode == 0 and dry_named.stdout == dry.stdout
     assert tree(project) == before
 
 

@@ -6,6 +6,7 @@ quoted here, never pasted raw.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shlex
@@ -20,19 +21,20 @@ from jinja2.ext import Extension
 
 # Cookiecutter puts the repo root on sys.path while it renders; the wheel
 # installs the same package. Both give the code `gen ranktable` runs.
-from generator import (
-    __version__,
-    catalog,
-    docker_flags,
-    hostcheck,
-    ranktable,
-    ranktable_model,
-    ranktable_node,
-    ranktable_rules,
-    report,
-    version,
-)
+from generator import __version__, catalog, docker_flags, version
 from generator.options import Options
+from generator.shipped.ranktable import tables as ranktable
+
+# The modules projects carry (generator/shipped/), by the flat name the stubs in the
+# template's scripts/ pass to module_source: the copies there import each other by it.
+SHIPPED = {
+    "hostcheck": "hostcheck",
+    "ranktable": "ranktable.tables",
+    "ranktable_model": "ranktable.model",
+    "ranktable_node": "ranktable.node",
+    "ranktable_rules": "ranktable.rules",
+    "report": "report",
+}
 
 
 def shell_quote(value: object) -> str:
@@ -81,18 +83,17 @@ def driver_table(vendor: object) -> str:
 
 
 def module_source(name: object) -> str:
-    """The text of one of generator's stdlib-only modules, to ship it in a project: the same
-    code, importing its sibling as the module beside it in scripts/."""
-    modules = {
-        "hostcheck": hostcheck,
-        "ranktable": ranktable,
-        "ranktable_model": ranktable_model,
-        "ranktable_node": ranktable_node,
-        "ranktable_rules": ranktable_rules,
-        "report": report,
-    }
-    text = Path(modules[str(name)].__file__).read_text(encoding="utf-8").rstrip("\n")
-    return re.sub(r"^from generator\.(ranktable_\w+) import", r"from \1 import", text, flags=re.M)
+    """The text of one of generator's stdlib-only modules (generator/shipped/), to ship it in
+    a project: the same code, importing its siblings as the modules beside it in scripts/."""
+    module = importlib.import_module(f"generator.shipped.{SHIPPED[str(name)]}")
+    text = Path(str(module.__file__)).read_text(encoding="utf-8").rstrip("\n")
+    flat = {f"generator.shipped.{dotted}": key for key, dotted in SHIPPED.items()}
+    return re.sub(
+        r"^from (generator\.shipped\.[\w.]+) import",
+        lambda found: f"from {flat[found.group(1)]} import",
+        text,
+        flags=re.M,
+    )
 
 
 class TrainTemplateExtension(Extension):

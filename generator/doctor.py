@@ -1,8 +1,9 @@
 """`gen doctor`: whether this host, its engine and the project's image can run the job.
 
 Each check is a hostcheck.Result (✓, ✗ with what was found, what is needed and the fix,
-or – when it does not apply). The driver and device rules live in generator/hostcheck.py,
-shared with the projects' start-up check; the data they compare against in images/.
+or – when it does not apply). The driver and device rules live in
+generator/shipped/hostcheck.py, shared with the projects' start-up check; the data they
+compare against in images/.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import yaml
 
-from generator import catalog, hostcheck
+from generator import catalog
 from generator.engine.types import Engine
 from generator.errors import CatalogError, GenError
-from generator.hostcheck import FAIL, NA, OK, Result
 from generator.options import Options
+from generator.shipped import hostcheck
+from generator.shipped.hostcheck import FAIL, NA, OK, Result
 
 # What a build needs free in the engine's data root: the framework layers (torch with
 # CUDA or torch_npu, MindSpore) and the build's copies; and a CANN or CUDA base to pull.
@@ -184,7 +186,7 @@ def project_checks(subject: Subject) -> list[Result]:
     ]
     table = project / "rank_table_8p.json"
     if subject.target == "ascend" and table.is_file():
-        from generator import ranktable
+        from generator.shipped.ranktable import tables as ranktable
 
         try:
             loaded = ranktable.load(table, chip=options.chip)

@@ -19,7 +19,8 @@ DEVICES_PER_NODE = (1, 2, 4, 8)
 # MindSpore's training loop: Model.train with callbacks and data sink, or a
 # hand-written value_and_grad loop. PyTorch projects ignore it.
 MS_TRAIN_LOOPS = ("model", "custom")
-# The Ascend chip: its rank-table rules (generator/ranktable_rules.py). CUDA projects ignore it.
+# The Ascend chip: its rank-table rules (generator/shipped/ranktable/rules.py). CUDA projects
+# ignore it.
 CHIPS = ("910b", "910", "910_93")
 MAX_NODES = 1024
 

@@ -26,8 +26,8 @@ def doctor(project_dir: Path | None, target: str | None, root: str, as_json: boo
     project) can run the job: one line a check, ✓, ✗ (what was found, what is needed, the
     fix) or – (does not apply). Exits 1 on any ✗."""
     from generator import doctor as checks
-    from generator.hostcheck import FAIL
     from generator.project import RECORD_FILE, read_record
+    from generator.shipped.hostcheck import FAIL
 
     here = project_dir or Path(".")
     options = read_record(here) if project_dir or (here / RECORD_FILE).is_file() else None

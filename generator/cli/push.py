@@ -9,8 +9,8 @@ import click
 
 from generator.cli.args import PROJECT_DIR
 
-# Only the defaults here: gitpush (and what it imports) loads when push runs.
-from generator.filescan import DEFAULT_MAX_MB, TOKEN_ENV
+# Only the defaults here: push.commit (and what it imports) loads when push runs.
+from generator.push.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 
 
 @click.command()
@@ -50,8 +50,8 @@ def push(
     Secrets, files over --max-file-mb, datasets and checkpoints are refused.
     """
     from generator.git import public_url
-    from generator.gitpush import PushOptions, push_project
-    from generator.gitremote import credentials_from_env
+    from generator.push.commit import PushOptions, push_project
+    from generator.push.remote import credentials_from_env
 
     result = push_project(
         PushOptions(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from generator import ranktable as rt
 from generator.errors import FileExists, ProjectNotFound, RankTableInvalid
+from generator.shipped.ranktable import tables as rt
 
 OUTPUT = click.option(
     "-o",

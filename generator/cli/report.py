@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from generator import report as rp
 from generator.errors import ReportError
+from generator.shipped import report as rp
 
 
 @click.command()

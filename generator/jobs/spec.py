@@ -35,7 +35,8 @@ TRAINER_VERSIONS = ("2.0", "2.1", "2.2+")
 # Trainer's gang plugins; the other kinds are gangs by themselves (see gen job render --help).
 GANGS = ("volcano", "coscheduling")
 # Devices a node may give one pod: Atlas A3 (910_93) servers and Atlas A2 Box16 (910b)
-# servers hold 16 NPUs, others up to 8 (generator/ranktable_rules.py CHIPS, with sources).
+# servers hold 16 NPUs, others up to 8 (generator/shipped/ranktable/rules.py CHIPS, with
+# sources).
 SIXTEEN_CHIPS = ("910b", "910_93")
 SIXTEEN = (*DEVICES_PER_NODE, 16)
 DEFAULT_JOIN_TIMEOUT = 600

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator import ranktable
+from generator.shipped.ranktable import tables as ranktable
 
 Doc = dict[str, Any]
 # Fixed ports are safe: each pod is a host of its own (a network namespace).

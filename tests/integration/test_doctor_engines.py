@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from generator import catalog, doctor, engine
-from generator.hostcheck import FAIL, OK
 from generator.options import Options
 from generator.project import render
+from generator.shipped.hostcheck import FAIL, OK
 from tests.integration.conftest import STANDIN_BASE
 from tests.integration.private_daemon import PrivateDaemon
 from tests.integration.registry import LocalRegistry

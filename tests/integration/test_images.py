@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from generator import doctor, engine
-from generator.hostcheck import FAIL
 from generator.options import Options
 from generator.project import read_record
+from generator.shipped.hostcheck import FAIL
 from tests.conftest import gen
 from tests.integration.conftest import (
     STANDIN_BASE,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import ranktable
+from generator.shipped.ranktable import tables as ranktable
 from tests.conftest import RenderProject
 from tests.integration.netns import Hosts, finish
 from tests.template.launchers import assert_all_gone, env, fake_python, free_port

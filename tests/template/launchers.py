@@ -113,7 +113,7 @@ def this_host() -> str:
 
 def rank_table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
     """A merged HCCL table of ``servers`` (address, device ids), device IPs made up."""
-    from generator import ranktable
+    from generator.shipped.ranktable import tables as ranktable
 
     tables = [
         ranktable.generate(ip, devices, [f"10.{n}.0.{d}" for d in devices])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import ranktable
+from generator.shipped.ranktable import tables as ranktable
 from tests.conftest import RenderProject
 from tests.golden import Golden
 from tests.template.launchers import BIN, env, run

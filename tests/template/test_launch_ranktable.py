@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import ranktable
+from generator.shipped.ranktable import tables as ranktable
 from tests.conftest import RenderProject
 from tests.template.launchers import env, fake_python, rank_table, run, this_host
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator import ranktable
 from generator.options import (
     DEVICES_PER_NODE,
     FRAMEWORKS,
@@ -28,6 +27,7 @@ from generator.options import (
     Options,
 )
 from generator.project import render
+from generator.shipped.ranktable import tables as ranktable
 
 BIN = Path(sys.executable).parent
 COMBINATIONS = [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import filescan
+from generator.push import filescan
 from tests.conftest import RenderProject
 
 LIMIT = 100_000_000

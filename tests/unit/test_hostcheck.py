@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import hostcheck
 from generator.doctor import driver_table
-from generator.hostcheck import FAIL, NA, OK
+from generator.shipped import hostcheck
+from generator.shipped.hostcheck import FAIL, NA, OK
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "doctor"
 

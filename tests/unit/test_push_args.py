@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import GenError, OptionError
-from generator.gitremote import Credentials, check_remote, credentials_from_env
 from generator.image.push import registry_auth, registry_target
 from generator.options import Options
+from generator.push.remote import Credentials, check_remote, credentials_from_env
 
 TOKEN = "0123456789abcdef" * 2 + "01234567"
 

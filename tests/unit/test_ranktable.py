@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import ranktable as rt
+from generator.shipped.ranktable import tables as rt
 
 IPS = [f"192.168.{100 + i % 4}.{101 if i < 4 else 100}" for i in range(8)]
 HCCN = "\n".join(f"address_{i}={ip}" for i, ip in enumerate(IPS)) + "\nnetdetect_0=1.1.1.1\n"

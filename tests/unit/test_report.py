@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator import report
 from generator.cli import main
+from generator.shipped import report
 
 # Two runs of different lengths. Per epoch: the steps logged, the train row's loss, seconds
 # and samples/s, the val row's loss and accuracy; then the test row's loss and accuracy.

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from generator.ranktable_model import (
+from generator.shipped.ranktable.model import (
     STATUS,
     Device,
     RankTable,

@@ -3,7 +3,7 @@
 The commit is built beside the user's repository (a temporary index and object
 directory inside .git) and pushed as an object; the local branch, the index and the
 object store change only after the push succeeded, so a failed push leaves the
-repository exactly as it was. Credentials travel as gitremote arranges: never in a
+repository exactly as it was. Credentials travel as remote.py arranges: never in a
 URL, a file or an output.
 """
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from generator import filescan
 from generator.errors import GitFailed, IdentityMissing, OptionError, UnsafeFiles
-from generator.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 from generator.git import Git, base_env, public_url
-from generator.gitremote import Credentials, askpass, check_remote, classify, refusal, url_user
 from generator.project import read_record
+from generator.push import filescan
+from generator.push.filescan import DEFAULT_MAX_MB, TOKEN_ENV
+from generator.push.remote import Credentials, askpass, check_remote, classify, refusal, url_user
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from generator import filescan
 from generator.errors import (
     AuthRefused,
     OptionError,
@@ -26,8 +25,9 @@ from generator.errors import (
     RemoteMissing,
     RemoteUnreachable,
 )
-from generator.filescan import TOKEN_ENV
 from generator.git import TAIL_LINES, public_url
+from generator.push import filescan
+from generator.push.filescan import TOKEN_ENV
 
 USER_ENV = "OPENI_USER"
 # Gitea (OpenI) takes an access token as the password whatever the user name is.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from generator.ranktable_model import RankTable, RankTableError, Server
+from generator.shipped.ranktable.model import RankTable, RankTableError, Server
 
 
 def parse_device_ids(spec: str) -> list[int]:

@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from generator.ranktable_model import Device, RankTable, RankTableError, Server, SuperPod
-from generator.ranktable_node import (
+from generator.shipped.ranktable.model import Device, RankTable, RankTableError, Server, SuperPod
+from generator.shipped.ranktable.node import (
     Node,
     find_node,
     local_indexes,
@@ -28,7 +28,7 @@ from generator.ranktable_node import (
     parse_device_ids,
     visible_devices,
 )
-from generator.ranktable_rules import CHIPS, DEFAULT_CHIP, validate
+from generator.shipped.ranktable.rules import CHIPS, DEFAULT_CHIP, validate
 
 __all__ = [
     "CHIPS",

@@ -34,6 +34,7 @@ SHIPPED = {
     "ranktable_node": "ranktable.node",
     "ranktable_rules": "ranktable.rules",
     "report": "report",
+    "report_runs": "report_runs",
 }
 
 

@@ -2,14 +2,14 @@
 
 One epoch on the CPU over an ImageFolder of 32x32 PNGs, per framework:
 
-- PyTorch: train.py ``--in_memory false`` (src/data.py decodes with Pillow in DataLoader
+- PyTorch: train.py ``--data_in_memory false`` (src/data.py decodes with Pillow in DataLoader
   workers, uint8 batches normalised in the main process) against a hand-written Pillow
   ``Dataset`` (open, convert, float, normalise per sample, as ToTensor + Normalize) and a
   ``DataLoader(shuffle=True, drop_last=True)`` with the same workers.
-- MindSpore: train.py ``--in_memory false`` against ``mindspore.dataset.ImageFolderDataset``
+- MindSpore: train.py ``--data_in_memory false`` against ``mindspore.dataset.ImageFolderDataset``
   with ``Decode``, ``Rescale``, ``Normalize`` and ``HWC2CHW`` maps, the same workers,
   trained by ``Model.train``.
-- Both: train.py ``--in_memory true`` (every image decoded at start-up, batches cut by
+- Both: train.py ``--data_in_memory true`` (every image decoded at start-up, batches cut by
   index), for the in-memory / streaming ratio.
 
 Every run is its own process and trains the project's own model (src/model.py's lenet, or
@@ -59,7 +59,7 @@ COPIES, QUICK_COPIES = 14, 2
 USER_MEAN, USER_STD = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
 COMPLETE = ".complete"
 BASELINE = "baseline"
-# train.py's runs, by name: --in_memory.
+# train.py's runs, by name: --data_in_memory.
 OURS = {"train.py streaming": False, "train.py in memory": True}
 
 
@@ -108,7 +108,8 @@ def run_ours(
 ) -> Epoch:
     """train.py for one epoch, its epoch read back from the run record."""
     flags = ["--data_url", str(data), "--train_url", str(output), "--epoch_size", "1"]
-    flags += ["--in_memory", "true" if in_memory else "false", "--num_workers", str(args.workers)]
+    flags += ["--data_in_memory", "true" if in_memory else "false"]
+    flags += ["--data_num_workers", str(args.workers)]
     flags += ["--batch_size", str(args.batch_size), "--model", args.model]
     run = tb.run_train(project, output, flags, threads_env(args))
     line = run.of("train")[0]
@@ -134,7 +135,7 @@ def training_files(train_dir: Path) -> tuple[list[Path], list[int]]:
     """The PNGs and labels train.py trains on: the class folders as a user lists them, less
     the validation train.py holds out (the project's own hold_out, on sys.path)."""
     import numpy as np
-    from src.scaffold.splits import Split, hold_out
+    from src.scaffold.data.splits import Split, hold_out
 
     classes = sorted(p for p in train_dir.iterdir() if p.is_dir())
     pairs = [(path, label) for label, c in enumerate(classes) for path in sorted(c.glob("*.png"))]
@@ -147,7 +148,7 @@ def training_files(train_dir: Path) -> tuple[list[Path], list[int]]:
 def project_model(name: str) -> object:
     """The model train.py builds: src/model.py's, for 3x32x32 images and 10 classes."""
     import src.model  # noqa: F401  (its @model functions fill the registry)
-    from src.scaffold.registry import MODELS, DataShape
+    from src.scaffold.task import MODELS, DataShape
 
     return MODELS[name].build(DataShape((3, SIZE, SIZE), 10))
 

@@ -9,7 +9,7 @@ Configurations, each run as train.py's flags (see CONFIGS):
 - default: as shipped: a line and a step row every 50 steps, TensorBoard on;
 - every step: --log_every 1: a line, a row and a TensorBoard point every step (the loss read
   back from the device every step): the worst case;
-- cosine: default plus --lr_schedule cosine --warmup_epochs 1: a new learning rate set on
+- cosine: default plus --schedule_name cosine --schedule_warmup_epochs 1: a new learning rate set on
   the optimizer every step.
 
 Each configuration runs in its own process; each repeat runs all four, one after another, in
@@ -48,7 +48,7 @@ CONFIGS: dict[str, tuple[str, ...]] = {
     BASELINE: ("--no_tensorboard", "--log_every", "1000000"),
     "default": (),
     "every step": ("--log_every", "1"),
-    "cosine": ("--lr_schedule", "cosine", "--warmup_epochs", "1"),
+    "cosine": ("--schedule_name", "cosine", "--schedule_warmup_epochs", "1"),
 }
 
 

@@ -94,7 +94,7 @@ def read_digits(directory: Path) -> Digits:
 def training_split(digits: Digits) -> tuple[np.ndarray, np.ndarray]:
     """The samples train.py trains on: the train split less the validation it holds out."""
     # Imported from the rendered project (on sys.path): the same hold-out as train.py's.
-    from src.scaffold.splits import array_split, hold_out
+    from src.scaffold.data.splits import array_split, hold_out
 
     split = array_split(digits.train_images, digits.train_labels)
     train, _ = hold_out(split, VAL_FRACTION, SEED)

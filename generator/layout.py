@@ -28,9 +28,12 @@ ASCEND_ONLY = (
 )
 CUDA_ONLY = ("Dockerfile.cuda", "scripts/cuda_drivers.json")
 # A MindSpore project carries the training loop it was generated with, not both,
-# as src/scaffold/train_loop.py.
-MS_LOOP_FILES = {"model": "src/scaffold/model_loop.py", "custom": "src/scaffold/custom_loop.py"}
-MS_LOOP = "src/scaffold/train_loop.py"
+# as src/scaffold/backend/train_loop.py.
+MS_LOOP_FILES = {
+    "model": "src/scaffold/backend/model_loop.py",
+    "custom": "src/scaffold/backend/custom_loop.py",
+}
+MS_LOOP = "src/scaffold/backend/train_loop.py"
 # Tests of one loop's own parts go with it.
 MS_LOOP_TESTS = {"custom": "checks/test_custom_loop.py"}
 

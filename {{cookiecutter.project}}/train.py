@@ -1,8 +1,9 @@
-"""Train the model of src/model.py on the data src/data.py reads: the boot file OpenI,
-ModelArts and the launch scripts run.
+"""Train the model of src/model.py on your data with the step of src/step.py: the boot file
+OpenI, ModelArts and the launch scripts run, on a CPU, a GPU or an NPU, alone or as one rank.
 
-On a CPU, a CUDA GPU or an Ascend NPU, alone or as one rank of many; see
-README.md for the options and src/scaffold/runner.py for the order of a run.
+The recipe: the options (config.yaml, then the flags); your three files gathered into one
+Task; the framework's backend; the run. Your code meets the platform floor (src/scaffold/)
+here and nowhere else.
 """
 
 import sys
@@ -14,13 +15,27 @@ if sys.version_info < (3, 8):  # noqa: UP036 (the check itself)
     sys.exit(2)
 {%- if cookiecutter.framework == 'mindspore' %}
 
-from src.scaffold.sigint import take_sigint  # noqa: E402
+from src.scaffold.backend.sigint import take_sigint  # noqa: E402
 
 # Before numpy and MindSpore start threads: Ctrl-C must stay SIGINT (see sigint.py).
 take_sigint()
 {%- endif %}
 
-from src.scaffold.runner import main  # noqa: E402
+from src import data, model, step  # noqa: E402 (yours)
+from src.scaffold import Monitor, Task  # noqa: E402
+from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
+from src.scaffold.backend.core import create  # noqa: E402 (this framework's Backend)
+from src.scaffold.config import parse_config  # noqa: E402
+from src.scaffold.run.runner import main, run  # noqa: E402
+
+
+def train(argv: list) -> None:
+    cfg = parse_config(argv, ProjectConfig)
+    monitor = Monitor(cfg.monitor_metric, cfg.monitor_mode)
+    task = Task.gather(model, data, step, monitor)
+    run(task, cfg, create)
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A mistake is one line and exit 2; a stop signal exits 128 + its number.
+    sys.exit(main(train, sys.argv[1:]))

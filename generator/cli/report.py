@@ -1,4 +1,4 @@
-"""`gen report OUTPUT_DIR...`: loss and accuracy plots (PNG) and a markdown summary of runs."""
+"""`gen report OUTPUT_DIR...`: loss and metric plots (PNG) and a markdown summary of runs."""
 
 from __future__ import annotations
 

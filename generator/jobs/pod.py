@@ -45,7 +45,7 @@ def command(spec: JobSpec) -> list[str]:
     if spec.output_pvc:
         args += ["--output", OUTPUT_DIR]
     # A pod the operator restarts continues the run its output holds; a fresh run there
-    # would be refused (src/scaffold/rundir.py in the project).
+    # would be refused (src/scaffold/outputs/rundir.py in the project).
     return [*args, "--", "--resume", "auto"]
 
 

@@ -1,4 +1,7 @@
-"""Report training runs: loss and accuracy curves as a PNG and a markdown summary.
+"""Report training runs: loss and metric curves as a PNG and a markdown summary.
+
+The metrics are whatever a project's step returns (accuracy to start with); each run's
+monitored one (hparams.json's monitor_metric and monitor_mode) fills the table.
 
 Standard library only but matplotlib (imported to draw): the same file ships in generated
 projects as scripts/report.py (run on the images' Python 3.8). It reads a run's output
@@ -9,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
+
+from generator.shipped.report_runs import CannotReport, Run, load_run, load_runs
+
+__all__ = ["CannotReport", "Run", "load_run", "load_runs", "main", "write_report"]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,101 +32,6 @@ FIGSIZE = (12.0, 4.5)
 DPI = 100
 PNG_SIZE = (1200, 450)
 NAMES = ("report.png", "report.md")
-# Fields the report reads: a line where one is there but not a number is malformed.
-NUMBERS = ("epoch", "step", "time", "loss", "accuracy", "samples_per_s", "seconds")
-
-
-class CannotReport(Exception):
-    """Raised when no report can be made: a directory that is not a run's output, an
-    unreadable or malformed file (named, with the line number), no matplotlib, or an
-    output file that exists. Nothing is written then."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run's output directory: its label in the plot and table, hparams and rows."""
-
-    label: str
-    hparams: dict[str, Any]
-    rows: list[dict[str, Any]]
-
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        return [row for row in self.rows if row["type"] == kind]
-
-    def setting(self, key: str) -> str:
-        """What an option resolved to (hparams' "resolved"), else as asked, else "?"."""
-        resolved = self.hparams.get("resolved")
-        for source in (resolved if isinstance(resolved, dict) else {}, self.hparams):
-            if source.get(key) is not None:
-                return str(source[key])
-        return "?"
-
-    @property
-    def run_id(self) -> str:
-        ids = [row["run"] for row in self.rows if "run" in row]
-        return str(self.hparams.get("run_id") or (ids[-1] if ids else "?"))
-
-
-def _bad_field(row: dict[str, Any]) -> str | None:
-    """Why a metrics line cannot be read, or None."""
-    if not isinstance(row.get("type"), str):
-        return 'no "type"'
-    for key in NUMBERS:
-        value = row.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            return f'"{key}" is not a number: {value!r}'
-    return None
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise CannotReport(f"{path}: cannot read it ({err.strerror})") from err
-    rows = []
-    for number, raw in enumerate(data.splitlines(), 1):
-        try:
-            row = json.loads(raw.decode("utf-8")) if raw.strip() else None
-        except ValueError as err:  # also UnicodeDecodeError
-            why = f"{err.msg}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else err
-            raise CannotReport(f"{path}:{number}: not a line of JSON ({why})") from err
-        if row is None:
-            continue
-        problem = "not a JSON object" if not isinstance(row, dict) else _bad_field(row)
-        if problem:
-            raise CannotReport(f"{path}:{number}: {problem}")
-        rows.append(row)
-    return rows
-
-
-def _read_hparams(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise CannotReport(f"{path}: cannot read it ({err})") from err
-    if not isinstance(value, dict):
-        raise CannotReport(f"{path}: not a JSON object")
-    return value
-
-
-def load_run(directory: Path, label: str | None = None) -> Run:
-    """The run whose outputs are in ``directory``, labelled by its name unless told."""
-    if not directory.is_dir():
-        raise CannotReport(f"{directory}: no such directory")
-    metrics = directory / "metrics.jsonl"
-    if not metrics.is_file():
-        raise CannotReport(f"{directory}: no metrics.jsonl (not the output directory of a run)")
-    name = label or directory.resolve().name or str(directory)
-    return Run(name, _read_hparams(directory / "hparams.json"), _read_rows(metrics))
-
-
-def load_runs(directories: Sequence[Path]) -> list[Run]:
-    """The runs in order, labelled by directory name (by the path as given if two share one)."""
-    names = [directory.resolve().name for directory in directories]
-    clash = len(set(names)) < len(names)
-    return [load_run(path, str(path) if clash else None) for path in directories]
 
 
 def _matplotlib() -> tuple[Any, Any]:
@@ -132,14 +43,16 @@ def _matplotlib() -> tuple[Any, Any]:
     return Figure, FigureCanvasAgg
 
 
-# A line a run for each: (panel, rows, metric, label, style). Train loss is drawn per
-# logged step, per epoch where no "step" rows were logged; test accuracy is one star.
-LINES = (
-    (0, "train", "loss", "train loss", {"linewidth": 1}),
-    (0, "val", "loss", "val loss", {"ls": "--", "marker": "o"}),
-    (1, "val", "accuracy", "val accuracy", {"marker": "o"}),
-    (1, "test", "accuracy", "test accuracy", {"ls": "none", "marker": "*", "markersize": 12}),
+# The loss panel's lines a run: (rows, label, style). Train loss is drawn per logged step,
+# per epoch where no "step" rows were logged.
+LOSS_LINES = (
+    ("train", "train loss", {"linewidth": 1}),
+    ("val", "val loss", {"ls": "--", "marker": "o"}),
 )
+# The metrics panel: each metric but the loss, validation as a line, the test as a star.
+VAL_STYLE = {"marker": "o"}
+TEST_STYLE = {"ls": "none", "marker": "*", "markersize": 12}
+FIELDS = ("run", "type", "epoch", "step", "time")
 
 
 def _plot(axes: Axes, rows: list[dict[str, Any]], key: str, label: str, **style: Any) -> None:
@@ -148,30 +61,41 @@ def _plot(axes: Axes, rows: list[dict[str, Any]], key: str, label: str, **style:
         axes.plot([row["step"] for row in kept], [row[key] for row in kept], label=label, **style)
 
 
-def _finish(axes: Axes, title: str) -> None:
+def _finish(axes: Axes, title: str, missing: str) -> None:
     axes.set(title=title, xlabel="global step", ylabel=title)
     axes.grid(True, alpha=0.3)
     if axes.get_lines():
         axes.legend(fontsize="small")
     else:
-        axes.text(0.5, 0.5, f"no {title} logged", ha="center", transform=axes.transAxes)
+        axes.text(0.5, 0.5, f"no {missing} logged", ha="center", transform=axes.transAxes)
+
+
+def metric_names(run: Run) -> list[str]:
+    """The metrics of a run's validation rows but the loss, in the order first logged."""
+    names: dict[str, None] = {}
+    for row in run.of_type("val"):
+        names.update((key, None) for key in row if key not in FIELDS and key != "loss")
+    return list(names)
 
 
 def figure(runs: Sequence[Run]) -> Figure:
-    """Loss (train, val) and accuracy (val, test) against the global step, a colour a run
-    (LINES). Agg, not pyplot: no global state, no display needed."""
+    """Loss (train, val) and every other metric (val, test) against the global step, a
+    colour a run. Agg, not pyplot: no global state, no display needed."""
     figure_class, canvas = _matplotlib()
     fig = figure_class(figsize=FIGSIZE, dpi=DPI, constrained_layout=True)
     canvas(fig)
     panels = fig.subplots(1, 2)
     for index, run in enumerate(runs):
-        for panel, kind, key, name, style in LINES:
-            rows = run.of_type(kind) if kind != "train" else run.of_type("step")
-            rows = rows or run.of_type(kind)
-            label = f"{run.label} {name}"
-            _plot(panels[panel], rows, key, label, color=f"C{index % 10}", **style)
-    _finish(panels[0], "loss")
-    _finish(panels[1], "accuracy")
+        colour = f"C{index % 10}"
+        for kind, name, style in LOSS_LINES:
+            rows = (run.of_type("step") if kind == "train" else []) or run.of_type(kind)
+            _plot(panels[0], rows, "loss", f"{run.label} {name}", color=colour, **style)
+        for metric in metric_names(run):
+            for kind, style in (("val", VAL_STYLE), ("test", TEST_STYLE)):
+                label = f"{run.label} {kind} {metric}"
+                _plot(panels[1], run.of_type(kind), metric, label, color=colour, **style)
+    _finish(panels[0], "loss", "loss")
+    _finish(panels[1], "metrics", "metric besides the loss")
     return fig
 
 
@@ -193,11 +117,13 @@ class Summary:
     epochs: int
     seconds: float | None
     samples_per_s: float | None
-    best_val_accuracy: float | None
+    # The monitored validation metric ("val accuracy (max)"), its best, when, its last.
+    monitor: str
+    best: float | None
     best_epoch: int | None
-    final_val_accuracy: float | None
+    final: float | None
     test_loss: float | None
-    test_accuracy: float | None
+    test: float | None
 
 
 def _timing(train: list[dict[str, Any]]) -> tuple[float | None, float | None]:
@@ -210,11 +136,14 @@ def _timing(train: list[dict[str, Any]]) -> tuple[float | None, float | None]:
 
 
 def summarize(run: Run) -> Summary:
-    """What the table says of a run: settings, length, speed and its best and last scores."""
+    """What the table says of a run: settings, length, speed and its best and last scores
+    of the metric it monitored."""
     train, val, test = run.of_type("train"), run.of_type("val"), run.of_type("test")
-    scored = [row for row in val if row.get("accuracy") is not None]
-    # max() keeps the first of equal scores: the earliest epoch that reached the best.
-    best = max(scored, key=lambda row: row["accuracy"], default=None)
+    metric, mode = run.monitor
+    scored = [row for row in val if row.get(metric) is not None]
+    # The first of equal scores: the earliest epoch that reached the best.
+    sign = -1.0 if mode == "min" else 1.0
+    best = max(scored, key=lambda row: sign * row[metric], default=None)
     last_test = test[-1] if test else {}
     seconds, speed = _timing(train)
     return Summary(
@@ -225,11 +154,12 @@ def summarize(run: Run) -> Summary:
         epochs=len({row.get("epoch") for row in train or val}),
         seconds=seconds,
         samples_per_s=speed,
-        best_val_accuracy=best["accuracy"] if best else None,
+        monitor=f"val {metric} ({mode})",
+        best=best[metric] if best else None,
         best_epoch=best.get("epoch") if best else None,
-        final_val_accuracy=scored[-1]["accuracy"] if scored else None,
+        final=scored[-1][metric] if scored else None,
         test_loss=last_test.get("loss"),
-        test_accuracy=last_test.get("accuracy"),
+        test=last_test.get(metric),
     )
 
 
@@ -244,23 +174,26 @@ def _number(value: float | None, digits: int = 4) -> str:
 
 
 HEADER = (
-    "run|run id|model|data|epochs|train time|samples/s|best val accuracy (epoch)"
-    "|final val accuracy|test loss|test accuracy"
+    "run|run id|model|data|epochs|train time|samples/s|monitored|best (epoch)|final|test loss|test"
 ).split("|")
 
 
 def _cells(run: Summary) -> list[str]:
-    best = _number(run.best_val_accuracy)
+    best = _number(run.best)
     if run.best_epoch is not None:
         best += f" ({run.best_epoch})"
     return [
         *(run.label, run.run_id, run.model, run.data_format, str(run.epochs)),
-        *(_duration(run.seconds), _number(run.samples_per_s, 0), best),
-        *(_number(run.final_val_accuracy), _number(run.test_loss), _number(run.test_accuracy)),
+        *(_duration(run.seconds), _number(run.samples_per_s, 0), run.monitor, best),
+        *(_number(run.final), _number(run.test_loss), _number(run.test)),
     ]
 
 
-NOTES = "Train time: the epochs' seconds summed; samples/s: the samples trained over that time."
+NOTES = (
+    "Train time: the epochs' seconds summed; samples/s: the samples trained over that time. "
+    "Monitored: the validation metric that chose the run's best checkpoint; best, final and "
+    "test are its values."
+)
 
 
 def markdown(runs: Sequence[Run], image: str = NAMES[0]) -> str:
@@ -269,7 +202,7 @@ def markdown(runs: Sequence[Run], image: str = NAMES[0]) -> str:
     rows = [HEADER, tuple("---" for _ in HEADER)]
     rows += [tuple(_cells(summarize(run))) for run in runs]
     table = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    head = ["# Training runs", "", f"![loss and accuracy]({image})", ""]
+    head = ["# Training runs", "", f"![loss and metrics]({image})", ""]
     return "\n".join([*head, *table, "", NOTES, ""])
 
 

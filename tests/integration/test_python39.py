@@ -30,6 +30,7 @@ FRAMEWORK_FREE = (
     "test_uploads.py",
     "test_record.py",
     "test_sharding.py",
+    "test_layout.py",
 )
 
 
@@ -39,10 +40,14 @@ os.makedirs("/tmp/c/dataset")
 shutil.make_archive("/tmp/c/dataset/MnistDataset", "zip", "data")
 os.environ.update(DATA_DOWNLOAD_METHOD="MOUNT", LOCAL_DATASET_PATH="/tmp/c/dataset",
     DATASET_NEED_UNZIP="true", LOCAL_OUTPUT_PATH="/tmp/c/output", TRAIN_CACHE_DIR="/tmp/cache")
-from src.scaffold import config, finder, storage
-cfg = config.parse_config([])
+from src.scaffold import config
+from src.scaffold.data import finder
+from src.scaffold.data.readers import BUILTIN
+from src.scaffold.storage import where as storage
+from src.scaffold.backend import ProjectConfig
+cfg = config.parse_config([], ProjectConfig)
 where = storage.prepare(cfg)
-splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), 1)
+splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), BUILTIN, 1)
 print(where.data, where.output, len(splits.train), os.path.isdir(where.data / "MnistDataset"))
 """
 
@@ -117,10 +122,14 @@ def test_framework_free_parts_run_on_python_3_9(
         "-c",
         "import sys; assert sys.version_info[:2] == (3, 9), sys.version\n"
         "from src import data\n"
-        "from src.scaffold import c2net, checkpoints, config, finder, obs, once, pretrained\n"
-        "from src.scaffold import record, sharding, storage, uploads\n"
-        "cfg = config.parse_config(['--data_url', 'data', '--train_url', '/tmp/out'])\n"
-        "splits = finder.splits(cfg, 1)\n"
+        "from src.scaffold import config, Task\n"
+        "from src.scaffold.data import finder, readers, sharding\n"
+        "from src.scaffold.outputs import checkpoints, pretrained, record\n"
+        "from src.scaffold.storage import c2net, obs, once, uploads, where\n"
+        "from src.scaffold.backend import ProjectConfig\n"
+        "argv = ['--data_url', 'data', '--train_url', '/tmp/out']\n"
+        "cfg = config.parse_config(argv, ProjectConfig)\n"
+        "splits = finder.splits(cfg, readers.BUILTIN, 1)\n"
         "print(len(splits.train), len(splits.val), len(splits.test), cfg.epoch_size)",
     )
     assert imports.returncode == 0, imports.stderr[-3000:]

@@ -23,7 +23,7 @@ from tests.training.runs import assert_same_weights
 
 TRAIN = ("--", "--device_target", "cpu", "--epoch_size", "2", "--batch_size", "32")
 JOIN_TIMEOUT = 20
-# One node x 2 processes gives each process half the CPUs' threads (src/scaffold/backend.py);
+# One node x 2 processes gives each process half the CPUs' threads (src/scaffold/backend/core.py);
 # each process of 2 nodes x 1 gets as many. The same threads make a rank's kernels sum in
 # the same order wherever its peer is, and a sum of two ranks' gradients is the same either
 # way round: the weights are then equal to the bit. (Unequal threads once differed by 2.4e-5.)

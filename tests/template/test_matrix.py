@@ -145,7 +145,8 @@ def test_template_readme_draws_the_layout_and_the_platforms() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for heading in ("## Two commands", "## Layout", "## Where a project runs", "## Rank tables"):
         assert heading in readme
-    assert "## Run on a Kubernetes cluster" in readme and "backend_api.py" in readme
+    assert "## Run on a Kubernetes cluster" in readme and "backend/api.py" in readme
+    assert "never imports the rooms" in readme and "task.py" in readme
     assert "## Runs you can watch and never lose" in readme and "gen report" in readme
     for heading in ("## Install", "## Keep a project up to date", "## Check a host"):
         assert heading in readme

@@ -67,8 +67,8 @@ def test_your_model_on_your_images(framework: str, tmp_path: Path, imagefolder: 
         model_file.write("\n\n" + code)
     config = project / "config.yaml"
     text = config.read_text(encoding="utf-8")
-    assert text.count("  name: lenet\n") == 1
-    config.write_text(text.replace("  name: lenet\n", "  name: mynet\n"), encoding="utf-8")
+    assert text.count("\nmodel: lenet\n") == 1
+    config.write_text(text.replace("\nmodel: lenet\n", "\nmodel: mynet\n"), encoding="utf-8")
     # The code users copy is as clean as ours.
     lint = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "src/model.py"],

@@ -16,11 +16,14 @@ from tests.training.runs import FAKE_MOXING, c2net_env, clean_env, run
 READ = """
 import dataclasses, json, logging, sys
 logging.basicConfig(level=logging.INFO)
-from src.scaffold import finder, storage
+from src.scaffold.data import finder
+from src.scaffold.storage import where as storage
 from src.scaffold.config import parse_config
-cfg = parse_config(sys.argv[1:])
+from src.scaffold.data.readers import BUILTIN
+from src.scaffold.backend import ProjectConfig
+cfg = parse_config(sys.argv[1:], ProjectConfig)
 where = storage.prepare(cfg)
-splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), 1)
+splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), BUILTIN, 1)
 print(json.dumps({**splits.info.record(), "sizes": [len(splits.train), len(splits.val),
                   len(splits.test)]}))
 """

@@ -42,7 +42,7 @@ def test_a_typo_stops_train_py_with_one_line(
     ("typo", "expected"),
     [
         (("--epochs", "0"), "did you mean --epoch_size?"),
-        # MindSpore's own options (config_ext.py) are compared with too.
+        # MindSpore's own options (backend/options.py) are compared with too.
         (("--sink-size", "2"), "unknown option --sink-size (did you mean --sink_size?)"),
     ],
 )
@@ -55,8 +55,8 @@ def test_a_typo_stops_the_mindspore_train_py_too(
 
 
 def _platform_arguments(project: Path) -> list[str]:
-    """The names in the project's own table (src/scaffold/platform_args.py)."""
-    code = "from src.scaffold.platform_args import PLATFORM_ARGS; print(*PLATFORM_ARGS)"
+    """The names in the project's own table (src/scaffold/config/platform_args.py)."""
+    code = "from src.scaffold.config.platform_args import PLATFORM_ARGS; print(*PLATFORM_ARGS)"
     listed = runs.run(project, "-c", code)
     assert listed.returncode == 0, listed.stderr
     return [f"--{name}" for name in listed.stdout.split()]

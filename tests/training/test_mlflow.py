@@ -1,4 +1,4 @@
-"""MLflow tracking against a real `mlflow server` on 127.0.0.1: src/scaffold/tracking.py on
+"""MLflow tracking against a real `mlflow server` on 127.0.0.1: src/scaffold/outputs/tracking.py on
 its own (params, metrics, checkpoints, resuming, a server that does not answer), then whole
 training runs of both frameworks."""
 
@@ -27,7 +27,7 @@ import json, logging, sys, time
 from pathlib import Path
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s",
                     stream=sys.stdout)
-from src.scaffold.tracking import Tracker
+from src.scaffold.outputs.tracking import Tracker
 """
 
 

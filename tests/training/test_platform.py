@@ -261,7 +261,7 @@ def test_a_stop_during_the_last_upload_finishes_it(pytorch_project: Path, bucket
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["pytorch", "model", "custom"])
 def test_ctrl_c_stops_a_run_as_sigint(projects, bucket, tmp_path: Path, name: str) -> None:
-    # MindSpore's graph runs make SIGINT send the process SIGTERM (src/scaffold/sigint.py):
+    # MindSpore's graph runs make SIGINT send the process SIGTERM (src/scaffold/backend/sigint.py):
     # its loops are interrupted within epoch 2 (2.5 s each). PyTorch's epochs take 0.1 s, so
     # its run writes to OBS and is interrupted while epoch 1 goes up.
     remote = name == "pytorch"
@@ -291,11 +291,12 @@ def test_ctrl_c_stops_a_run_as_sigint(projects, bucket, tmp_path: Path, name: st
 # --- OBS through moxing: one copier per node, uploads once per change, with retries -------
 STAGE = """
 import json, sys
-from src.scaffold import storage
+from src.scaffold.storage import where as storage
 from src.scaffold.config import parse_config
+from src.scaffold.backend import ProjectConfig
 from src.scaffold.errors import TrainError
 try:
-    where = storage.prepare(parse_config(sys.argv[1:]))
+    where = storage.prepare(parse_config(sys.argv[1:], ProjectConfig))
 except TrainError as err:
     sys.exit(f"error: {err}")
 print(json.dumps({"data": str(where.data), "output": str(where.output),

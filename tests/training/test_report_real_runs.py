@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator import report
+from generator.shipped import report
 from tests.conftest import gen
 from tests.training import runs
 
@@ -52,9 +52,10 @@ def test_gen_report_plots_and_summarizes_two_runs(two_runs: list[Path], tmp_path
         line = next(line for line in table if line.startswith(f"| {output.name} |"))
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert cells[1:5] == [rows[0]["run"], "lenet", "mnist", str(epochs)]
-        assert cells[7] == f"{best['accuracy']:.4f} ({best['epoch']})"
-        assert cells[8] == f"{val[-1]['accuracy']:.4f}"
-        assert cells[10] == f"{rows[-1]['accuracy']:.4f}"
+        assert cells[7] == "val accuracy (max)"
+        assert cells[8] == f"{best['accuracy']:.4f} ({best['epoch']})"
+        assert cells[9] == f"{val[-1]['accuracy']:.4f}"
+        assert cells[11] == f"{rows[-1]['accuracy']:.4f}"
     lines = report.figure(report.load_runs(two_runs)).axes[0].get_lines()
     assert [line.get_label() for line in lines] == [
         *("lr0.01 train loss", "lr0.01 val loss", "lr0.05 train loss", "lr0.05 val loss")

@@ -38,9 +38,13 @@ BETA = {
 # samples/s (samples over seconds: alpha's (100*2 + 200*3 + 300*4) / 9 = 222.2), best val
 # accuracy (its epoch), final val accuracy, test loss and accuracy.
 ALPHA_LINE = (
-    "| alpha | run-a | lenet | mnist | 3 | 9.0 s | 222 | 0.8000 (2) | 0.7000 | 0.4000 | 0.7500 |"
+    "| alpha | run-a | lenet | mnist | 3 | 9.0 s | 222 | val accuracy (max) | 0.8000 (2) "
+    "| 0.7000 | 0.4000 | 0.7500 |"
 )
-BETA_LINE = "| beta | run-b | mlp | csv | 2 | 3.0 s | 60 | 0.9000 (2) | 0.9000 | 0.3500 | 0.8500 |"
+BETA_LINE = (
+    "| beta | run-b | mlp | csv | 2 | 3.0 s | 60 | val accuracy (max) | 0.9000 (2) "
+    "| 0.9000 | 0.3500 | 0.8500 |"
+)
 
 
 def _rows(run_id: str, spec: dict, with_steps: bool = True) -> list[dict]:
@@ -116,12 +120,29 @@ def test_the_png_decodes_at_its_fixed_size(runs: list[Path]) -> None:
 def test_the_summary_holds_best_and_final_values(runs: list[Path]) -> None:
     text = report.markdown(report.load_runs(runs), "cmp.png")
     lines = text.splitlines()
-    assert lines[0] == "# Training runs" and "![loss and accuracy](cmp.png)" in lines
+    assert lines[0] == "# Training runs" and "![loss and metrics](cmp.png)" in lines
     assert lines[lines.index(ALPHA_LINE) + 1] == BETA_LINE
     assert text.endswith("\n")
     summary = report.summarize(report.load_run(runs[0]))
-    assert (summary.best_val_accuracy, summary.best_epoch) == (0.8, 2)
-    assert summary.final_val_accuracy == 0.7 and summary.seconds == 9.0
+    assert (summary.best, summary.best_epoch) == (0.8, 2)
+    assert summary.final == 0.7 and summary.seconds == 9.0
+
+
+def test_a_run_monitoring_its_loss_is_summarized_by_it(tmp_path: Path) -> None:
+    """A regression's run: no metric but the loss, the lowest validation loss the best."""
+    spec = {**BETA, "hparams": {"monitor_metric": "loss", "monitor_mode": "min"}}
+    path = _write_run(tmp_path / "reg", "r", spec)
+    rows = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
+    lines = [{k: v for k, v in row.items() if k != "accuracy"} for row in rows]
+    (path / "metrics.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+    run = report.load_run(path)
+    summary = report.summarize(run)
+    assert summary.monitor == "val loss (min)"
+    assert (summary.best, summary.best_epoch, summary.final) == (0.9, 2, 0.9)
+    assert summary.test == summary.test_loss == 0.35
+    assert report.metric_names(run) == []
+    metrics_panel = report.figure([run]).axes[1]
+    assert metrics_panel.get_lines() == [] and "accuracy" not in report.markdown([run])
 
 
 def test_directories_of_one_name_are_labelled_by_path(tmp_path: Path) -> None:
@@ -174,7 +195,7 @@ def test_gen_report_writes_the_plot_and_summary(
     assert ALPHA_LINE in Path("report.md").read_text()
     code, out, _ = _gen(capsys, "report", *map(str, runs), "-o", "cmp/first")
     assert (code, out) == (0, "wrote cmp/first.png\nwrote cmp/first.md\n")
-    assert "![loss and accuracy](first.png)" in Path("cmp/first.md").read_text()
+    assert "![loss and metrics](first.png)" in Path("cmp/first.md").read_text()
     # The script a project carries says the same.
     assert report.main([*map(str, runs), "-o", "cmp/script"]) == 0
     assert Path("cmp/script.md").read_text() == Path("report.md").read_text().replace(

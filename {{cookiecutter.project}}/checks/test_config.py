@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from src.scaffold.backend import ProjectConfig
 from src.scaffold.config import DEFAULT_CONFIG, Config, ConfigError, env_first, parse_config
-from src.scaffold.platform_args import PLATFORM_ARGS
+from src.scaffold.config.platform_args import PLATFORM_ARGS
 
 
 def write_config(tmp_path: Path, text: str) -> Path:
@@ -18,7 +19,7 @@ def write_config(tmp_path: Path, text: str) -> Path:
 
 
 def test_shipped_config_parses() -> None:
-    cfg = parse_config([])
+    cfg = parse_config([], ProjectConfig)
     assert cfg.config_path == DEFAULT_CONFIG
     assert cfg.epoch_size >= 1 and cfg.batch_size >= 1 and cfg.lr > 0
     # Three checkpoints besides the best: enough to resume from, bounded on disk.

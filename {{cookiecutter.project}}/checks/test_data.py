@@ -1,4 +1,4 @@
-"""The readers of src/data.py: ImageFolder and CSV as the finder hands them over, format
+"""The built-in readers: ImageFolder and CSV as the finder hands them over, format
 detection, augmentation, and bad data refused with one line naming the problem."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from src import data
-from src.scaffold import finder
 from src.scaffold.config import Config
+from src.scaffold.data import finder, readers
 from src.scaffold.errors import DatasetError
 
 
@@ -33,14 +32,19 @@ def image_folder(root: Path, splits=("train", "test"), classes=("cat", "dog"), p
     return root
 
 
+DATA_KEYS = ("test_fraction", "resize", "label_column", "random_flip", "random_crop", "in_memory")
+
+
 def table(path: Path, rows, header="a,b,label") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
     return path
 
 
-def splits(root: Path, **options) -> finder.Splits:
-    return finder.splits(replace(Config(data_url=root), **options), 1)
+def splits(root: Path, readers_: dict | None = None, **options) -> finder.Splits:
+    """finder.splits with these options; data.* ones by their key (test_fraction ...)."""
+    fields = {f"data_{k}" if k in DATA_KEYS else k: v for k, v in options.items()}
+    return finder.splits(replace(Config(data_url=root), **fields), readers_ or readers.BUILTIN, 1)
 
 
 def test_image_folder_in_train_and_test(tmp_path: Path) -> None:
@@ -192,31 +196,28 @@ def test_given_statistics_win_and_must_match_the_channels(tmp_path: Path) -> Non
 def test_augment_crops_and_flips_within_the_image() -> None:
     image = np.arange(2 * 4 * 5, dtype=np.uint8).reshape(2, 4, 5)
     rng = np.random.default_rng(0)
-    outs = [data.augment(image, rng, crop=2, flip=True) for _ in range(20)]
+    outs = [readers.augment(image, rng, crop=2, flip=True) for _ in range(20)]
     assert all(out.shape == image.shape and out.dtype == np.uint8 for out in outs)
     assert any(not np.array_equal(out, image) for out in outs)
-    assert np.array_equal(data.augment(image, rng, crop=0, flip=False), image)
+    assert np.array_equal(readers.augment(image, rng, crop=0, flip=False), image)
 
 
 def test_a_reader_of_your_own_is_one_class(tmp_path: Path) -> None:
-    @data.reader("npy")
-    class NpyReader(data.Reader):
+    @readers.reader("npy")
+    class NpyReader(readers.Reader):
         looks_for = "inputs.npy and labels.npy"
 
         def found(self, directory: Path):
             return "inputs.npy" if (directory / "inputs.npy").is_file() else None
 
         def read(self, directory: Path):
-            from src.scaffold.splits import array_split
+            from src.scaffold.data.splits import array_split
 
             inputs = np.load(directory / "inputs.npy")
             return {"all": array_split(inputs, np.load(directory / "labels.npy"))}
 
-    try:
-        np.save(tmp_path / "inputs.npy", np.ones((20, 3), dtype=np.float32))
-        np.save(tmp_path / "labels.npy", np.arange(20) % 2)
-        result = splits(tmp_path, data_format="npy")
-        assert result.info.format == "npy" and result.info.shape == (3,)
-        assert len(result.test) == 4
-    finally:
-        del data.READERS["npy"]
+    np.save(tmp_path / "inputs.npy", np.ones((20, 3), dtype=np.float32))
+    np.save(tmp_path / "labels.npy", np.arange(20) % 2)
+    result = splits(tmp_path, {**readers.BUILTIN, "npy": NpyReader}, data_format="npy")
+    assert result.info.format == "npy" and result.info.shape == (3,)
+    assert len(result.test) == 4

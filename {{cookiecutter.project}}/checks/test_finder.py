@@ -1,5 +1,5 @@
 """Finding and reading MNIST idx files: every layout, archives, one dataset among several,
-bad files (src/scaffold/finder.py, src/scaffold/idx.py)."""
+bad files (src/scaffold/data/finder.py, src/scaffold/data/idx.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from src.scaffold import finder
 from src.scaffold.config import Config
+from src.scaffold.data import finder
+from src.scaffold.data.finder import select
+from src.scaffold.data.idx import FILES, read_idx
+from src.scaffold.data.readers import BUILTIN
+from src.scaffold.data.splits import hold_out, synthetic
 from src.scaffold.errors import DatasetError, StorageError
-from src.scaffold.finder import select
-from src.scaffold.idx import FILES, read_idx
-from src.scaffold.splits import hold_out, synthetic
 
 # Where each split's two files go, per layout; OpenI's PyTorch sample is "openi-raw".
 LAYOUTS = {
@@ -60,7 +61,7 @@ def write_dataset(root: Path, layout: str, gz: bool = False) -> dict[str, tuple]
 def load(root: Path, name=None, train_dir=None, test_dir=None, num_classes=None) -> tuple:
     """The train and test splits finder.load reads for these options."""
     cfg = Config(data_url=root, dataset_name=name, train_dir=train_dir, test_dir=test_dir)
-    found = finder.load(replace(cfg, num_classes=num_classes))[1]
+    found = finder.load(replace(cfg, num_classes=num_classes), BUILTIN)[1]
     finder.num_classes(found, num_classes)
     return found["train"], found["test"]
 
@@ -104,7 +105,7 @@ def test_a_tar_with_a_link_out_of_the_tree_is_refused(tmp_path: Path) -> None:
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         handle.addfile(link)
     with pytest.raises(StorageError, match="cannot unpack"):
-        select(tmp_path, "evil", "auto")
+        select(tmp_path, "evil", "auto", BUILTIN)
     assert not (tmp_path / "evil").exists()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from src.scaffold.errors import StorageError
-from src.scaffold.once import Once
+from src.scaffold.storage.once import Once
 
 PROJECT = Path(__file__).resolve().parent.parent
 # Runs the step once per "node" (the directory): a slow copy, or a failing one.
@@ -21,7 +21,7 @@ STEP = """
 import os, sys, time
 from pathlib import Path
 from src.scaffold.errors import StorageError
-from src.scaffold.once import Once
+from src.scaffold.storage.once import Once
 directory, mode = Path(sys.argv[1]), sys.argv[2]
 def step():
     with open(directory / "ran", "a") as out:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from src.scaffold.record import RunRecord
+from src.scaffold.outputs.record import RunRecord
 
 
 def lines_of(out: Path) -> list[dict]:

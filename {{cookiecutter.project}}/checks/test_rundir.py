@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.rundir import check_fresh, main, new_run_id, outputs_in
+from src.scaffold.outputs.rundir import check_fresh, main, new_run_id, outputs_in
 
 
 @pytest.mark.parametrize(
@@ -37,15 +37,15 @@ def test_logs_notes_and_an_empty_tensorboard_do_not(tmp_path: Path) -> None:
 def test_the_line_names_the_run_and_resume_continues_it(tmp_path: Path) -> None:
     (tmp_path / "hparams.json").write_text('{"run_id": "20261124-101010-abcd"}')
     (tmp_path / "latest.json").write_text('{"epoch": 6}')
-    (tmp_path / "lenet_epoch6.pt").write_bytes(b"w")
+    (tmp_path / "net_epoch6.pt").write_bytes(b"w")
     with pytest.raises(ConfigError) as refused:
         check_fresh(tmp_path, None, "--output")
     assert "holds run 20261124-101010-abcd after epoch 6" in str(refused.value)
     assert "give another --output" in str(refused.value)
     check_fresh(tmp_path, "auto")
-    check_fresh(tmp_path, tmp_path / "lenet_epoch6.pt")  # its own checkpoint: the same run
+    check_fresh(tmp_path, tmp_path / "net_epoch6.pt")  # its own checkpoint: the same run
     with pytest.raises(ConfigError):
-        check_fresh(tmp_path, tmp_path.parent / "elsewhere" / "lenet_epoch2.pt")
+        check_fresh(tmp_path, tmp_path.parent / "elsewhere" / "net_epoch2.pt")
 
 
 def test_the_launchers_check_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:

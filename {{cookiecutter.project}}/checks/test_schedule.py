@@ -8,12 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.schedule import Schedule
+from src.scaffold.run.schedule import Schedule
 
 
 def schedule(name: str, warmup: float = 0.0, **extra: float) -> Schedule:
-    options = {"lr": 0.1, "lr_schedule": name, "warmup_epochs": warmup, "lr_step_epochs": 2}
-    options.update({"lr_gamma": 0.5, "min_lr": 0.0, **extra})
+    options = {"lr": 0.1, "schedule_name": name, "schedule_warmup_epochs": warmup}
+    options.update({"schedule_step_epochs": 2, "schedule_gamma": 0.5, "schedule_min_lr": 0.0})
+    options.update({f"schedule_{key}": value for key, value in extra.items()})
     # 10 steps an epoch, 6 epochs.
     return Schedule.from_config(SimpleNamespace(**options), 10, 60)
 
@@ -56,5 +57,5 @@ def test_a_group_with_its_own_lr_is_scaled() -> None:
 
 
 def test_a_cosine_floor_at_or_above_lr_is_refused() -> None:
-    with pytest.raises(ConfigError, match="min_lr 0.1 must be below lr 0.1"):
+    with pytest.raises(ConfigError, match="schedule.min_lr 0.1 must be below lr 0.1"):
         schedule("cosine", min_lr=0.1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from src.scaffold.backend_api import BatchPlan
+from src.scaffold.backend.api import BatchPlan
+from src.scaffold.data.sharding import epoch_order, rank_batches
 from src.scaffold.errors import ConfigError
-from src.scaffold.sharding import epoch_order, rank_batches
 
 
 def test_ranks_split_each_global_batch_of_one_process() -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from src.scaffold.backend import CHECKPOINT_SUFFIX as SUFFIX
-from src.scaffold.backend import HEAD, load_arrays
+from checks.yours import MODEL, TASK
+from src.scaffold.backend.core import CHECKPOINT_SUFFIX as SUFFIX
+from src.scaffold.backend.core import load_arrays
 
 PROJECT = Path(__file__).resolve().parent.parent
 # A single process, whatever launcher or platform started pytest.
@@ -38,7 +39,7 @@ def run_train(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def checkpoint(output: Path, epoch: int) -> Path:
-    return output / f"lenet_epoch{epoch}{SUFFIX}"
+    return output / f"{MODEL.name}_epoch{epoch}{SUFFIX}"
 
 
 def assert_same_weights(got: Path, expected: Path) -> None:
@@ -71,7 +72,7 @@ def test_smoke_writes_a_checkpoint_pointer_and_run_record(smoke_run: Path) -> No
     # The last step is always reported, then the epoch's train and val lines, the test.
     assert [line["type"] for line in lines] == ["step", "train", "val", "test"]
     assert {"loss", "lr", "samples_per_s"} <= lines[0].keys()
-    assert {"loss", "accuracy"} <= lines[2].keys() & lines[3].keys()
+    assert {"loss", TASK.monitor.metric} <= lines[2].keys() & lines[3].keys()
     (artifact,) = json.loads((smoke_run / "artifacts.json").read_text())
     assert artifact["path"] == checkpoint(smoke_run, 1).name
 
@@ -116,11 +117,13 @@ def test_resume_auto_continues_from_the_output_or_starts_afresh(
 def test_pretrained_weights_load_and_named_layers_can_be_skipped(
     smoke_run: Path, tmp_path: Path
 ) -> None:
-    weights, layer = str(checkpoint(smoke_run, 1)), HEAD
-    # Another number of classes: the head's shape differs, so it must be skipped.
+    weights = str(checkpoint(smoke_run, 1))
+    # Another number of outputs: the head's shape differs, so it must be skipped.
     args = ("--smoke", "--num_classes", "12", "--pretrained", weights)
     refused = run_train(*args, "--train_url", str(tmp_path / "a"))
     assert refused.returncode == 2, refused.stderr
+    # The layer the model declares as its head (@model's head=), else the one named.
+    layer = MODEL.head or refused.stderr.split(" layer ", 1)[-1].split()[0]
     assert refused.stderr.startswith(f"error: --pretrained {weights}: layer {layer} has shape")
     assert f"pass --skip_layers {layer}" in refused.stderr and len(refused.stderr.splitlines()) == 1
     loaded = run_train(*args, "--skip_layers", layer, "--train_url", str(tmp_path / "b"))

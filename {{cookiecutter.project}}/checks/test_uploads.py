@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from src.scaffold.errors import ConfigError, StorageError
-from src.scaffold.retry import Retry
-from src.scaffold.uploads import Uploader
+from src.scaffold.storage.retry import Retry
+from src.scaffold.storage.uploads import Uploader
 
 
 class Bucket:
@@ -53,20 +53,20 @@ def test_each_file_goes_up_once_per_change(dirs: tuple[Path, Path]) -> None:
     out, bucket = dirs
     remote = Bucket(bucket)
     uploader = Uploader(out, remote)
-    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    (out / "cnn_epoch1.pt").write_bytes(b"1")
     (out / "metrics.jsonl").write_text("a\n")
-    (out / ".lenet_epoch2.pt.tmp").write_bytes(b"half")
+    (out / ".cnn_epoch2.pt.tmp").write_bytes(b"half")
     assert uploader.sync()
-    (out / "lenet_epoch2.pt").write_bytes(b"2")
+    (out / "cnn_epoch2.pt").write_bytes(b"2")
     with (out / "metrics.jsonl").open("a") as stream:
         stream.write("b\n")
-    (out / "lenet_epoch1.pt").unlink()
+    (out / "cnn_epoch1.pt").unlink()
     assert uploader.sync(final=True)
     assert remote.puts == [
-        ["lenet_epoch1.pt", "metrics.jsonl"],
-        ["lenet_epoch2.pt", "metrics.jsonl"],
+        ["cnn_epoch1.pt", "metrics.jsonl"],
+        ["cnn_epoch2.pt", "metrics.jsonl"],
     ]
-    assert sorted(p.name for p in bucket.iterdir()) == ["lenet_epoch2.pt", "metrics.jsonl"]
+    assert sorted(p.name for p in bucket.iterdir()) == ["cnn_epoch2.pt", "metrics.jsonl"]
     assert uploader.sync(final=True) and len(remote.puts) == 2  # nothing changed: nothing sent
 
 
@@ -76,13 +76,13 @@ def test_a_failed_epoch_upload_warns_and_retries_later(
     out, bucket = dirs
     remote = Bucket(bucket, failures=3)  # every attempt of the first sync fails
     uploader = Uploader(out, remote)
-    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    (out / "cnn_epoch1.pt").write_bytes(b"1")
     with caplog.at_level(logging.WARNING):
         assert uploader.sync() is False
     assert "trying again after the next epoch" in caplog.text
     assert "attempt 1 of 3" in caplog.text
     assert uploader.sync(final=True)
-    assert (bucket / "lenet_epoch1.pt").read_bytes() == b"1"
+    assert (bucket / "cnn_epoch1.pt").read_bytes() == b"1"
 
 
 def test_a_transient_failure_is_retried_at_once(dirs: tuple[Path, Path]) -> None:
@@ -94,7 +94,7 @@ def test_a_transient_failure_is_retried_at_once(dirs: tuple[Path, Path]) -> None
 
 def test_the_final_upload_must_succeed(dirs: tuple[Path, Path]) -> None:
     out, bucket = dirs
-    (out / "lenet_epoch1.pt").write_bytes(b"1")
+    (out / "cnn_epoch1.pt").write_bytes(b"1")
     with pytest.raises(StorageError, match=r"503 .*gave up after 3 attempts"):
         Uploader(out, Bucket(bucket, failures=99)).sync(final=True)
 

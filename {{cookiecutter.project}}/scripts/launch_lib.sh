@@ -60,7 +60,7 @@ absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$
 
 # Before any rank starts or a log is written: train.py's options and the output, checked once.
 preflight() {
-    "$python" -m src.scaffold.rundir --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
+    "$python" -m src.scaffold.outputs.rundir --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
 }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from src.scaffold.context import _check_device
+from src.scaffold.backend.context import _check_device
 from src.scaffold.errors import DeviceError
 
 

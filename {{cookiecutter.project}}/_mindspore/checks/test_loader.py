@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from src.scaffold.backend_api import BatchPlan
-from src.scaffold.config_ext import MSConfig
-from src.scaffold.loader import Loader, Normalise
-from src.scaffold.splits import DataInfo, Split, Splits
+from src.scaffold.backend.api import BatchPlan
+from src.scaffold.backend.loader import Loader, Normalise
+from src.scaffold.backend.options import MSConfig
+from src.scaffold.data.readers import augment
+from src.scaffold.data.splits import DataInfo, Split, Splits
 
 SHAPE = (1, 4, 4)
 
@@ -31,8 +32,9 @@ def streamed(tmp_path: Path, count: int) -> Split:
 def loader(split: Split, world_size: int, **options: object) -> Loader:
     # Mean 0 and std 1: a normalised sample still reads as its index.
     info = DataInfo("test", SHAPE, 10, (), (0.0,), (1.0,), in_memory=False)
-    cfg = replace(MSConfig(), **{"num_workers": 2, "batch_size": 8, **options})
-    return Loader(Splits(split, split, split, info), cfg, world_size)
+    options = {f"data_{key}" if key != "batch_size" else key: v for key, v in options.items()}
+    cfg = replace(MSConfig(), **{"data_num_workers": 2, "batch_size": 8, **options})
+    return Loader(Splits(split, split, split, info), cfg, world_size, augment)
 
 
 def ids(inputs: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import nn, ops
 
-from src.scaffold.registry import DataShape, image_input, model
+from src.scaffold import DataShape, image_input, model
 
 
 class LeNet5(nn.Cell):

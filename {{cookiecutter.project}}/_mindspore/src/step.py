@@ -1,59 +1,42 @@
-"""Your training step: the loss, the optimizer (its learning rate follows the schedule) and
-the metrics.
+"""Your training step: the loss, the optimizer and the metrics.
 
-The scaffold calls these; it owns the rest of the loop (devices, mixed precision,
-loss scaling, gradient averaging over the ranks, data sink, checkpoints). Change
-them here: every training step differentiates the cell ``loss`` returns, the
-optimizer is built once by ``optimizer``, and evaluation sums ``metrics`` over a
-split, then divides each sum by the sample count.
+The scaffold calls these three; it owns the loop around them (devices, mixed precision,
+loss scaling, gradient averaging over the ranks, data sink, checkpoints). PyTorch
+projects have the same three functions with the same arguments. ``outputs`` is what your
+model returns for a batch, ``labels`` the batch's labels: int32 class indices, or float32
+values (data: labels: values).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import mindspore as ms
 import numpy as np
-from mindspore import nn
+from mindspore import nn, ops
 
 
-def loss() -> nn.Cell:
-    """The loss cell: (logits, int32 labels) -> the mean loss of the batch."""
-    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+def loss(outputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+    """The mean loss of a batch: what the training step differentiates. It runs inside
+    the compiled step (graph mode): use mindspore.ops, not numpy."""
+    return ops.cross_entropy(outputs, labels)
 
 
-def optimizer(params: list, cfg, lr) -> nn.Optimizer:
-    """SGD with momentum (config.yaml's momentum). ``lr`` is config.yaml's lr, or with a
-    schedule: a LearningRateSchedule giving each step's (config.yaml's schedule:)."""
+def optimizer(params: list, lr, cfg) -> nn.Optimizer:
+    """SGD with momentum (config.yaml's momentum) at learning rate ``lr``. MindSpore's
+    optimizer owns the schedule: with config.yaml's schedule: other than constant, ``lr``
+    is a list of one learning rate per step, which it looks up by its step count."""
     return nn.Momentum(params, lr, cfg.momentum)
 
 
-def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """Per-batch sums; each is divided by the number of samples (loss: mean loss,
-    accuracy: the share classified right)."""
-    logits = logits.astype(np.float64)
-    # Cross-entropy by log-sum-exp, in float64 on the host: a few classes, cheap and exact.
-    shifted = logits - logits.max(axis=1, keepdims=True)
+def metrics(outputs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """Per-batch sums; the scaffold divides each by the number of samples (loss: the mean
+    loss, accuracy: the share classified right). Computed on the host with numpy, from
+    the outputs the scaffold copied back. config.yaml's monitor: names the one that
+    chooses the best checkpoint."""
+    outputs = outputs.astype(np.float64)
+    # Cross-entropy by log-sum-exp, in float64: a few classes, cheap and exact.
+    shifted = outputs - outputs.max(axis=1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     return {
         "loss": float(-log_probs[np.arange(len(labels)), labels].sum()),
-        "accuracy": float((logits.argmax(axis=1) == labels).sum()),
+        "accuracy": float((outputs.argmax(axis=1) == labels).sum()),
     }
-
-
-def evaluate(net: nn.Cell, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
-    """The mean of each metric over every sample of ``batches`` (inputs, labels).
-
-    The last batch is usually smaller than the others: the network takes it as it is.
-    """
-    training = net.training
-    net.set_train(False)  # BatchNorm uses its running statistics
-    sums: dict[str, float] = {}
-    count = 0
-    for inputs, labels in batches:
-        logits = net(ms.Tensor(inputs)).asnumpy()
-        for name, value in metrics(logits, np.asarray(labels)).items():
-            sums[name] = sums.get(name, 0.0) + value
-        count += len(labels)
-    net.set_train(training)
-    return {name: total / max(count, 1) for name, total in sums.items()}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from src.scaffold import distributed
+from src.scaffold.backend import distributed
 from src.scaffold.errors import DeviceError
 
 LAUNCH_VARS = (

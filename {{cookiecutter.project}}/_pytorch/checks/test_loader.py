@@ -7,10 +7,10 @@ import numpy as np
 import torch
 from torch.utils.data import DistributedSampler
 
-from src.scaffold import loader
-from src.scaffold.backend_api import BatchPlan
-from src.scaffold.loader import InMemory, Normalise, PlanSampler, SplitDataset, Streamed
-from src.scaffold.splits import synthetic
+from src.scaffold.backend import loader
+from src.scaffold.backend.api import BatchPlan
+from src.scaffold.backend.loader import InMemory, Normalise, PlanSampler, SplitDataset, Streamed
+from src.scaffold.data.splits import synthetic
 
 SAMPLES, BATCH = 100, 8
 

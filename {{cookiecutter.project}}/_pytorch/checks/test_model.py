@@ -1,18 +1,34 @@
-"""The PyTorch parts: LeNet takes any batch size; mixed precision by device and setting."""
+"""The PyTorch parts: every model of src/model.py builds for its declared input and takes
+any batch size; mixed precision by device and setting."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from src.model import LeNet
-from src.scaffold.precision import choose
+from checks.yours import TASK
+from src.scaffold.backend.precision import choose
+from src.scaffold.errors import ConfigError
+from src.scaffold.task import DataShape
 
 
-def test_model_takes_any_batch_size_and_class_count() -> None:
+@pytest.mark.parametrize("name", sorted(TASK.models))
+def test_each_model_takes_any_batch_size_and_class_count(name: str) -> None:
+    spec = TASK.models[name]
     for classes in (10, 12):
-        net = LeNet(classes)
+        net = spec.build(DataShape(spec.input_shape, classes))
         for batch in (1, 7, 64):
-            assert net(torch.zeros(batch, 1, 28, 28)).shape == (batch, classes)
+            assert net(torch.zeros(batch, *spec.input_shape)).shape == (batch, classes)
+        if spec.head:
+            # The head is the layer --skip_layers names when the class count changes.
+            assert any(key.startswith(spec.head + ".") for key in net.state_dict())
+
+
+def test_an_unknown_model_names_those_there() -> None:
+    with pytest.raises(
+        ConfigError, match=f"unknown model 'nope'; src/model.py has {', '.join(TASK.models)}"
+    ):
+        TASK.model("nope")
 
 
 def test_amp_is_off_on_the_cpu_unless_asked_for() -> None:

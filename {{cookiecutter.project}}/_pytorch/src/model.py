@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from src.scaffold.registry import DataShape, image_input, model
+from src.scaffold import DataShape, image_input, model
 
 
 class LeNet(nn.Module):

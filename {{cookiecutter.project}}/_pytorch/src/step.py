@@ -1,9 +1,9 @@
-"""Your training step: the loss, the optimizer (and its schedule) and the metrics.
+"""Your training step: the loss, the optimizer and the metrics.
 
-The scaffold calls these; it owns the rest of the loop (devices, mixed precision,
-DDP, the data loader, checkpoints). Change them here: the loss of every step
-goes through ``loss``, the optimizer is built once by ``optimizer``, and
-evaluation sums ``metrics`` over a split, then divides each sum by the sample count.
+The scaffold calls these three; it owns the loop around them (devices, mixed precision,
+DDP, the learning-rate schedule, checkpoints). MindSpore projects have the same three
+functions with the same arguments. ``outputs`` is what your model returns for a batch,
+``labels`` the batch's labels: class indices, or float values (data: labels: values).
 """
 
 from __future__ import annotations
@@ -14,21 +14,23 @@ import torch
 import torch.nn.functional as F
 
 
-def loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def loss(outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The mean loss of a batch: what backward() differentiates."""
-    return F.cross_entropy(logits, labels)
+    return F.cross_entropy(outputs, labels)
 
 
-def optimizer(params: Iterable[torch.nn.Parameter], cfg) -> torch.optim.Optimizer:
-    """SGD with momentum, from config.yaml's lr and momentum. The scaffold sets each
-    group's lr every step, following config.yaml's schedule: (scaled by the group's own lr)."""
-    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)
+def optimizer(params: Iterable[torch.nn.Parameter], lr: float, cfg) -> torch.optim.Optimizer:
+    """SGD with momentum (config.yaml's momentum) at learning rate ``lr`` (config.yaml's
+    lr). The scaffold sets each group's lr every step, following config.yaml's schedule:
+    (scaled by the group's own lr)."""
+    return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum)
 
 
-def metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Per-batch sums; each is divided by the number of samples (loss: mean loss,
-    accuracy: the share classified right). Kept on the device until the end."""
+def metrics(outputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-batch sums; the scaffold divides each by the number of samples (loss: the mean
+    loss, accuracy: the share classified right). Kept on the device until the end.
+    config.yaml's monitor: names the one that chooses the best checkpoint."""
     return {
-        "loss": F.cross_entropy(logits.float(), labels, reduction="sum"),
-        "accuracy": (logits.argmax(dim=1) == labels).sum(),
+        "loss": F.cross_entropy(outputs.float(), labels, reduction="sum"),
+        "accuracy": (outputs.argmax(dim=1) == labels).sum(),
     }

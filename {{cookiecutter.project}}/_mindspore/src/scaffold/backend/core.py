@@ -1,0 +1,216 @@
+"""MindSpore's side of a run (src/scaffold/backend/api.py): device and process group, the
+Task's model for the data's shape, mixed precision, evaluation and checkpoints. The
+epochs themselves run in src/scaffold/backend/train_loop.py: Model.train with callbacks,
+or a hand-written loop; both take their batches from src/scaffold/backend/loader.py."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn
+from mindspore.amp import auto_mixed_precision
+
+from src.scaffold.backend import devices
+from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend.context import init_env
+from src.scaffold.backend.loader import Loader
+from src.scaffold.backend.options import MSConfig, sink_on
+from src.scaffold.backend.train_loop import LOOP, fit
+from src.scaffold.data.splits import Splits
+from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.outputs import pretrained
+from src.scaffold.run.schedule import Schedule
+from src.scaffold.task import DataShape, Task
+
+log = logging.getLogger(__name__)
+CHECKPOINT_SUFFIX = ".ckpt"
+# Checkpoint entries that are bookkeeping, not weights or optimizer state.
+META = ("epoch", "seed")
+# The optimizer's learning-rate parameter: from the config, never from a checkpoint.
+LR = "learning_rate"
+# What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
+LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
+
+
+class MindSporeBackend:
+    """The Task's model trained with its step's loss and optimizer; gradients averaged over
+    the ranks (data parallel)."""
+
+    name = "mindspore"
+    suffix = CHECKPOINT_SUFFIX
+    net: nn.Cell
+    optimizer: nn.Optimizer
+    loader: Loader
+
+    def __init__(self, cfg: MSConfig, task: Task) -> None:
+        ctx = init_env(cfg)
+        self.step, self.augment = task.step, task.augment
+        # msrun's scheduler never gets here: its init() coordinates the job, then exits.
+        self.scheduler_only = os.environ.get("MS_ROLE") == "MS_SCHED"
+        self.rank, self.world_size, self.target = ctx.rank, ctx.group_size, ctx.device_target
+        self.device = ctx.device_target
+        if ctx.device_id is not None:
+            self.device += f":{ctx.device_id}"
+        self.placement = f"rank {self.rank} of {self.world_size} on {self.device}"
+        found = {"Ascend": "npu", "GPU": "cuda"}.get(self.target, "cpu")
+        self.unseen = (
+            devices.unseen(
+                found, "MindSpore's Ascend and GPU backends (loaded when CANN or CUDA is)"
+            )
+            if cfg.device_target == "auto"
+            else None
+        )
+        self.cfg = cfg
+        # Checked before the data is read: a typo fails in a second, not after staging.
+        self.spec = task.model(cfg.model)
+        self.input_shape = self.spec.input_shape
+        self.amp = cfg.amp == "true" or (cfg.amp == "auto" and self.target != "CPU")
+        self.sink = sink_on(cfg.dataset_sink_mode, self.target)
+        if cfg.dataset_sink_mode == "true" and not self.sink:
+            log.info("MindSpore has no data sink on the CPU: training without it")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.spec.name,
+            "train_loop": LOOP,
+            "amp": self.cfg.amp_level.upper() if self.amp else "O0",
+            "dataset_sink_mode": self.sink,
+        }
+
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        info = splits.info
+        # Seeded again here: every rank builds the same initial weights, whatever ran before.
+        ms.set_seed(self.cfg.seed)
+        try:
+            self.net = self.spec.build(DataShape(tuple(info.shape), info.num_classes))
+        except ValueError as err:
+            raise ConfigError(str(err)) from err
+        if self.amp:
+            # float16 compute; the loops then scale the loss dynamically and skip steps
+            # whose gradients overflow.
+            self.net = auto_mixed_precision(self.net, self.cfg.amp_level.upper())
+        # A list is MindSpore's dynamic learning rate: one value per step, looked up by the
+        # optimizer's global step. A plain number when every step trains at lr.
+        lr = schedule.base if schedule.constant else schedule.values()
+        self.optimizer = self.step.optimizer(self.net.trainable_params(), lr, self.cfg)
+        self.lrs = self._lr_table()
+        self.loader = Loader(splits, self.cfg, self.world_size, self.augment)
+
+    def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
+        fit(self, first, last, plan, on_epoch_end)
+
+    def _lr_table(self) -> np.ndarray:
+        """The optimizer's learning rates: one per step (dynamic), or one for all."""
+        lr = self.optimizer.learning_rate
+        # A dynamic rate is a schedule cell holding the table as its own parameter.
+        table = getattr(lr, "learning_rate", lr)
+        return np.asarray(table.asnumpy(), dtype=np.float32).reshape(-1)
+
+    def lr_of(self, step: int) -> float:
+        """The learning rate the optimizer used for step ``step`` (1-based over the run)."""
+        return float(self.lrs[min(step - 1, len(self.lrs) - 1)])
+
+    def loss_cell(self) -> nn.Cell:
+        """The Task's loss function as the Cell the training loops differentiate."""
+        return LossCell(self.step.loss)
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        """The mean of each metric over every sample of the split; the last batch, usually
+        smaller than the others, is taken as it is."""
+        training = self.net.training
+        self.net.set_train(False)  # BatchNorm uses its running statistics
+        sums: dict[str, float] = {}
+        count = 0
+        for inputs, labels in self.loader.batches(split):
+            outputs = self.net(ms.Tensor(inputs)).asnumpy()
+            for name, value in self.step.metrics(outputs, np.asarray(labels)).items():
+                sums[name] = sums.get(name, 0.0) + float(value)
+            count += len(labels)
+        self.net.set_train(training)
+        return {name: total / max(count, 1) for name, total in sums.items()}
+
+    def save(self, path: Path, meta: dict[str, int]) -> None:
+        # The optimizer's parameters include the network's: one entry per name. The learning
+        # rate is left out: config.yaml's schedule gives it, also to a resumed run.
+        every = (*self.net.get_parameters(), *self.optimizer.get_parameters())
+        params = {p.name: p for p in every if p.name != LR}
+        # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
+        tmp = path.with_name(f".{path.stem}.tmp.ckpt")
+        entries = [{"name": name, "data": p} for name, p in params.items()]
+        ms.save_checkpoint(entries, str(tmp), append_dict=dict(meta))
+        os.replace(tmp, path)
+
+    def _read(self, path: Path, what: str) -> dict[str, Any]:
+        if not path.is_file():
+            raise CheckpointError(f"{what} {path}: no such file")
+        try:
+            return ms.load_checkpoint(str(path))
+        except LOAD_ERRORS as err:
+            reason = " ".join(str(err).split())[:300] or type(err).__name__
+            raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
+
+    def restore(self, path: Path) -> dict[str, int]:
+        params = self._read(path, "--resume")
+        try:
+            meta = {key: int(params.pop(key).asnumpy()) for key in META}
+            params.pop(LR, None)  # older checkpoints carry it
+            missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
+            missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
+            missing = [name for name in missing if name != LR]
+        except LOAD_ERRORS as err:
+            reason = " ".join(str(err).split())[:300] or type(err).__name__
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: {reason}"
+            ) from err
+        if missing:
+            lacks = ", ".join(missing[:5])
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: it lacks {lacks}"
+            )
+        return meta
+
+    def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
+        params = self._read(path, "--pretrained")
+        # Every parameter of the net: BatchNorm's running statistics are weights here too.
+        own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
+        shapes = {k: tuple(v.shape) for k, v in params.items()}
+        chosen = pretrained.select(path, own, shapes, skip)
+        ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
+
+    def weights_digest(self) -> str:
+        digest = hashlib.sha256()
+        for param in self.net.parameters_dict().values():
+            digest.update(np.ascontiguousarray(param.asnumpy()).tobytes())
+        return digest.hexdigest()[:16]
+
+    def close(self) -> None:
+        """MindSpore leaves its process group at exit."""
+
+
+class LossCell(nn.Cell):
+    """A loss function (outputs, labels) -> mean loss as a Cell: what Model.train and
+    value_and_grad take. The function is compiled with the step, in graph mode too."""
+
+    def __init__(self, loss: Any) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def construct(self, outputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+        return self.loss(outputs, labels)
+
+
+def create(cfg: MSConfig, task: Task) -> MindSporeBackend:
+    """The Backend of a MindSpore run (train.py hands it to the run)."""
+    return MindSporeBackend(cfg, task)
+
+
+def load_arrays(path: Path) -> dict[str, Any]:
+    """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
+    params = ms.load_checkpoint(str(path))
+    return {name: p.asnumpy() for name, p in params.items() if name not in META}

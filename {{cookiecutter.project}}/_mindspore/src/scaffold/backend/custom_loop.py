@@ -1,0 +1,117 @@
+"""The training loop: a hand-written value_and_grad step under ms.jit, gradients all-reduced.
+
+On Ascend and GPUs whole sinks of steps run on the device (ms.data_sink); the
+CPU has no data sink and is fed step by step. Loss scaling: dynamic with mixed
+precision, else the static loss_scale if any; either way a step whose gradients
+are not finite is skipped (all_finite), so one overflow never reaches the weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+from mindspore.amp import DynamicLossScaler, StaticLossScaler, all_finite
+
+from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend.loader import sinks_per_epoch
+
+log = logging.getLogger(__name__)
+LOOP = "custom"
+
+
+class TrainStep(nn.Cell):
+    """One optimisation step; returns the batch loss averaged over the ranks.
+
+    A Cell with a jit construct, not a jit function: on the CPU a jit function
+    closing over the network runs each step about twice as slowly.
+    """
+
+    def __init__(
+        self, net: nn.Cell, loss: nn.Cell, optimizer: nn.Optimizer, scaler: Any, group_size: int
+    ) -> None:
+        # auto_prefix=False: the parameters keep the network's names.
+        super().__init__(auto_prefix=False)
+        self.net, self.optimizer, self.scaler = net, optimizer, scaler
+        self.loss_fn = loss
+        self.scaled = scaler is not None
+        self.dynamic = isinstance(scaler, DynamicLossScaler)
+        # has_aux: differentiate the first output (the scaled loss), return the plain one too.
+        self.grad_fn = ms.value_and_grad(self.forward, None, optimizer.parameters, has_aux=True)
+        self.group_size = group_size
+        if group_size > 1:
+            # Averages the gradients over the ranks (gradients_mean is set by init_env).
+            self.reducer = nn.DistributedGradReducer(optimizer.parameters)
+            self.all_reduce = ops.AllReduce()
+
+    def forward(self, images: ms.Tensor, labels: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
+        loss = self.loss_fn(self.net(images), labels)
+        return (self.scaler.scale(loss) if self.scaled else loss), loss
+
+    # scaled, dynamic and group_size are constants: the compiled step keeps the branches taken.
+    @ms.jit
+    def construct(self, images: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+        (_, loss), grads = self.grad_fn(images, labels)
+        if self.group_size > 1:
+            grads = self.reducer(grads)
+            loss = self.all_reduce(loss) / self.group_size
+        if self.scaled:
+            grads = self.scaler.unscale(grads)
+            finite = all_finite(grads)
+            if self.dynamic:
+                self.scaler.adjust(finite)
+            if finite:
+                self.optimizer(grads)
+        else:
+            self.optimizer(grads)
+        return loss
+
+
+def _value(loss: ms.Tensor) -> float:
+    return float(loss.asnumpy())
+
+
+def _scaler(backend: Any) -> Any:
+    if backend.amp:
+        return DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=50)
+    if backend.cfg.loss_scale != 1:
+        return StaticLossScaler(backend.cfg.loss_scale)
+    return None
+
+
+def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
+    """Train epochs first..last of ``backend`` (a MindSporeBackend) with TrainStep."""
+    train_step = TrainStep(
+        backend.net, backend.loss_cell(), backend.optimizer, _scaler(backend), backend.world_size
+    )
+    train_step.set_train(True)
+    dataset, steps = backend.loader.train(plan, first)
+    sink = backend.sink  # off on the CPU, which has no ms.data_sink
+    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
+    if sink:
+        # Each call runs a whole sink of steps on the device and returns its last loss.
+        run_sink = ms.data_sink(train_step, dataset, sink_size=steps // sinks)
+    else:
+        batches = dataset.create_tuple_iterator(num_epochs=last - first + 1)
+    per_call = steps // sinks if sink else 1
+    for epoch in range(first, last + 1):
+        start = time.perf_counter()
+        done = plan.steps_done(epoch - 1)
+        # Each call runs a step, or a whole sink of them on the device.
+        if sink:
+            calls = (run_sink() for _ in range(sinks))
+        else:
+            calls = (train_step(inputs, labels) for inputs, labels in batches)
+        losses = []
+        for loss in calls:
+            losses.append(loss)
+            step = done + len(losses) * per_call
+            # Read only when reported: reading each loss would wait for every step.
+            on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, step))
+        train_loss = float(np.mean([loss.asnumpy() for loss in losses]))
+        on_epoch_end(epoch, train_loss, time.perf_counter() - start)

@@ -1,0 +1,47 @@
+"""MindSpore's own training options, declared as the shared ones are (src/scaffold/config)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from src.scaffold.config import SWITCH, Config, option
+from src.scaffold.config.converters import choice, integer, number
+
+CONTEXT_MODES = ("graph", "pynative")
+AMP_LEVELS = ("o1", "o2", "o3")
+
+
+def _sink_size(text: str) -> int:
+    value = integer()(text)
+    if value != -1 and value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be -1 (a whole epoch) or at least 1")
+    return value
+
+
+@dataclass(frozen=True)
+class MSConfig(Config):
+    """The options of one MindSpore training run."""
+
+    context_mode: str = option(
+        "graph", choice(*CONTEXT_MODES), "graph (compiled) or pynative (eager)"
+    )
+    dataset_sink_mode: str = option(
+        "auto", choice(*SWITCH), "sink data to the device: auto (Ascend), true, false"
+    )
+    sink_size: int = option(-1, _sink_size, "steps per sink, -1 for a whole epoch")
+    amp_level: str = option(
+        "o2", choice(*AMP_LEVELS), "mixed precision level when amp is on: o1, o2, o3"
+    )
+    loss_scale: float = option(1.0, number(0), "static loss scale without amp (1 = none)")
+    device_num: int | None = option(
+        None, integer(1), "devices in the job (default: RANK_SIZE, else 1)"
+    )
+    device_id: int | None = option(None, integer(0), "this process's device (default: DEVICE_ID)")
+
+
+def sink_on(setting: str, device_target: str) -> bool:
+    """dataset_sink_mode auto|true|false on MindSpore's device target: auto is on for
+    Ascend, where feeding whole sinks of steps pays; the CPU has no sink at all."""
+    wanted = setting == "true" or (setting == "auto" and device_target == "Ascend")
+    return wanted and device_target != "CPU"

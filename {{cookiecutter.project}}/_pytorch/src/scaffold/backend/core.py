@@ -1,0 +1,253 @@
+"""PyTorch's side of a run (src/scaffold/backend/api.py): device, process group, the Task's
+model built for the data, its training step, evaluation and checkpoints as state_dicts."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import os
+import pickle
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from src.scaffold.backend import devices, distributed
+from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
+from src.scaffold.backend.precision import choose
+from src.scaffold.config import Config
+from src.scaffold.data.sharding import cpu_count
+from src.scaffold.data.splits import Splits
+from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.outputs import pretrained
+from src.scaffold.run.schedule import Schedule
+from src.scaffold.task import DataShape, Task
+
+log = logging.getLogger(__name__)
+CHECKPOINT_SUFFIX = ".pt"
+# What torch.load and load_state_dict raise for a file that is not our checkpoint.
+LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
+
+
+class TorchBackend:
+    """The Task's model trained by its step's optimizer, DDP across ranks."""
+
+    name = "pytorch"
+    suffix = CHECKPOINT_SUFFIX
+    scheduler_only = False
+
+    def __init__(self, cfg: Config, task: Task) -> None:
+        self.cfg, self.step = cfg, task.step
+        self.augment = task.augment
+        self.spec = task.model(cfg.model)
+        self.input_shape = self.spec.input_shape
+        place = distributed.placement()
+        self.rank, self.world_size = place.rank, place.world_size
+        self.local_world_size = place.local_world_size
+        self.torch_device = distributed.pick_device(cfg.device_target, place.device_index)
+        self.device = str(self.torch_device)
+        where = f"device {place.device_index} ({self.device})"
+        self.placement = f"rank {place.rank} of {place.world_size} on {where}"
+        self.unseen = (
+            devices.unseen(self.torch_device.type, distributed.LOOKED_FOR)
+            if cfg.device_target == "auto"
+            else None
+        )
+        if self.torch_device.type == "cpu" and place.local_world_size > 1:
+            # Each process would otherwise start a thread per CPU: N times oversubscribed.
+            torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
+        distributed.join(place, self.torch_device)
+        self.precision = choose(cfg.amp, self.torch_device)
+        self.scaler = self.precision.scaler()
+        self.data: dict[str, InMemory | Streamed] = {}
+        self.workers = 0
+
+    def _build(self, shape: DataShape) -> None:
+        # The same seed on every rank gives the same initial weights everywhere.
+        torch.manual_seed(self.cfg.seed)
+        try:
+            net = self.spec.build(shape)
+        except ValueError as err:
+            raise ConfigError(str(err)) from err
+        self.net = net.to(self.torch_device)
+        self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
+        if self.channels_last:
+            # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
+            self.net = self.net.to(memory_format=torch.channels_last)
+        self.optimizer = self.step.optimizer(self.net.parameters(), self.cfg.lr, self.cfg)
+        # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
+        self.model: torch.nn.Module | None = self.net
+        if self.world_size > 1:
+            # DDP averages the gradients over the ranks after every backward pass.
+            ids = None if self.torch_device.type == "cpu" else [self.torch_device.index]
+            self.model = DistributedDataParallel(self.net, device_ids=ids)
+
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        self.schedule = schedule
+        info = splits.info
+        self._build(DataShape(info.shape, info.num_classes))
+        normalise = Normalise(info.mean, info.std, len(info.shape), self.torch_device)
+        if info.in_memory:
+            self.data = {
+                name: InMemory(getattr(splits, name), normalise, self.torch_device)
+                for name in ("train", "val", "test")
+            }
+            return
+        cfg = self.cfg
+        self.workers = (
+            cfg.data_num_workers
+            if cfg.data_num_workers is not None
+            else auto_workers(self.local_world_size)
+        )
+        log.info("streaming the data with %d loader workers per rank", self.workers)
+        self.data = {
+            name: Streamed(
+                getattr(splits, name),
+                normalise,
+                self.torch_device,
+                self.workers,
+                cfg.batch_size,
+                *(
+                    (self.augment, cfg.data_random_crop, cfg.data_random_flip)
+                    if name == "train"
+                    else ()
+                ),
+            )
+            for name in ("train", "val", "test")
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.spec.name,
+            "amp": self.precision.name,
+            "channels_last": self.channels_last,
+            "num_workers": self.workers,
+        }
+
+    def lr(self) -> float:
+        """The learning rate of the last step, as the optimizer used it."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _epoch(self, plan: BatchPlan, epoch: int, hook: EpochEnd) -> torch.Tensor:
+        """One pass over this rank's batches of ``epoch``; return the mean loss."""
+        self.model.train()
+        loss_sum = torch.zeros((), device=self.torch_device)
+        steps = 0
+        done = plan.steps_done(epoch - 1)
+        for inputs, labels in self.data["train"].epoch(plan, epoch):
+            for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+                group["lr"] = self.schedule.scaled(base, done + steps)
+            with self.precision.autocast():
+                loss = self.step.loss(self.model(inputs), labels)
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.scaler is None:
+                loss.backward()
+                self.optimizer.step()
+            else:
+                self.scaler.scale(loss).backward()
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            # Summed on the device: reading .item() every step would stall a GPU; the hook
+            # reads it only on the steps it reports.
+            loss_sum += loss.detach().float()
+            steps += 1
+            hook.step(done + steps, loss.item, self.lr)
+        return loss_sum / max(steps, 1)
+
+    def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
+        for epoch in range(first, last + 1):
+            start = time.perf_counter()
+            loss = self._epoch(plan, epoch, on_epoch_end)
+            # .item() waits for the device: the time covers the work, not just its launch.
+            train_loss = distributed.average(loss, self.world_size).item()
+            on_epoch_end(epoch, train_loss, time.perf_counter() - start)
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, float]:
+        self.net.eval()
+        sums: dict[str, torch.Tensor] = {}
+        count = 0
+        for inputs, labels in self.data[split].batches():
+            with self.precision.autocast():
+                logits = self.net(inputs).float()
+            for key, value in self.step.metrics(logits, labels).items():
+                sums[key] = sums.get(key, 0) + value
+            count += len(labels)
+        return {key: value.item() / max(count, 1) for key, value in sums.items()}
+
+    def save(self, path: Path, meta: dict[str, int]) -> None:
+        state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
+        if self.scaler is not None:
+            state["scaler"] = self.scaler.state_dict()
+        # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+
+    def _load(self, path: Path, what: str) -> dict[str, Any]:
+        if not path.is_file():
+            raise CheckpointError(f"{what} {path}: no such file")
+        # torch.save writes a zip archive: anything else is not worth unpickling.
+        if not zipfile.is_zipfile(path):
+            raise CheckpointError(f"{what} {path} is not a PyTorch checkpoint")
+        try:
+            # weights_only: a checkpoint is data; never run code from a downloaded file.
+            state = torch.load(path, map_location=self.torch_device, weights_only=True)
+        except (*LOAD_ERRORS, pickle.UnpicklingError) as err:
+            raise CheckpointError(f"{what} {path} cannot be read: {err}") from err
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{what} {path} is not a checkpoint of this model")
+        return state
+
+    def restore(self, path: Path) -> dict[str, int]:
+        state = self._load(path, "--resume")
+        try:
+            self.net.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            if self.scaler is not None and "scaler" in state:
+                self.scaler.load_state_dict(state["scaler"])
+            return {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
+        except LOAD_ERRORS as err:
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise CheckpointError(
+                f"--resume {path} is not a checkpoint of this model: {reason}"
+            ) from err
+
+    def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
+        state = self._load(path, "--pretrained")
+        # Our checkpoints hold {"model": state_dict, ...}; others are a bare state_dict.
+        weights = state.get("model", state)
+        own = self.net.state_dict()
+        shapes = {k: tuple(v.shape) for k, v in weights.items() if hasattr(v, "shape")}
+        chosen = pretrained.select(path, {k: tuple(v.shape) for k, v in own.items()}, shapes, skip)
+        own.update({key: weights[key] for key in chosen})
+        self.net.load_state_dict(own)
+
+    def weights_digest(self) -> str:
+        digest = hashlib.sha256()
+        for value in self.net.state_dict().values():
+            digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    def close(self) -> None:
+        # DDP's reducer holds the process group: without it, leave() ends the group's threads.
+        self.model = None
+        gc.collect()
+        distributed.leave()
+
+
+def create(cfg: Config, task: Task) -> TorchBackend:
+    """The Backend of a PyTorch run (train.py hands it to the run)."""
+    return TorchBackend(cfg, task)
+
+
+def load_arrays(path: Path) -> dict[str, Any]:
+    """The model weights a checkpoint holds, as numpy arrays (for tests and tools)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {name: tensor.numpy() for name, tensor in state["model"].items()}

@@ -1,0 +1,160 @@
+"""Batches for the PyTorch loop, from data held on the device or streamed from disk.
+
+In memory (data that fits, no augmentation): every split is copied to the device once
+as uint8 and normalised there; batches are cut by index, no DataLoader.
+
+Streaming: a DataLoader whose workers decode samples (the readers' decode) and
+augment them (the Task's augment, src/data.py's); uint8 batches are normalised on the
+device, a quarter of the bytes to move. Each rank reads its own shard in the order
+data/sharding.py gives.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from src.scaffold.backend.api import BatchPlan
+from src.scaffold.data.sharding import cpu_count
+from src.scaffold.data.splits import Split
+
+EVAL_BATCH = 1000
+Batch = Tuple[torch.Tensor, torch.Tensor]
+
+
+def auto_workers(local_devices: int) -> int:
+    """Loader processes per rank: the CPUs shared among this node's ranks, at most 8."""
+    return max(1, min(8, cpu_count() // max(local_devices, 1)))
+
+
+class Normalise:
+    """(x - mean) / std per channel (images) or feature (rows), on the device. Images are
+    first scaled to [0, 1], as MindSpore's side does: the same float operations in both
+    frameworks and for any number of ranks."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], ndim: int, device) -> None:
+        view = (1, -1, 1, 1) if ndim == 3 else (1, -1)
+        self.scale = 255.0 if ndim == 3 else 1.0
+        mean = [m / self.scale for m in mean]
+        std = [s / self.scale for s in std]
+        self.mean = torch.tensor(mean, dtype=torch.float32, device=device).view(view)
+        self.std = torch.tensor(std, dtype=torch.float32, device=device).view(view)
+
+    def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
+        inputs = inputs.float()
+        if self.scale != 1.0:
+            inputs = inputs.div_(self.scale)
+        return inputs.sub_(self.mean).div_(self.std)
+
+
+class SplitDataset(Dataset):
+    """One split's samples as (input, label), augmented when asked (training only)."""
+
+    def __init__(
+        self, split: Split, augment: Callable | None = None, crop: int = 0, flip: bool = False
+    ) -> None:
+        self.split, self.augment, self.crop, self.flip = split, augment, crop, flip
+        self.rng: np.random.Generator | None = None
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        sample = self.split.load(index)
+        if self.augment is not None and (self.crop or self.flip):
+            if self.rng is None:
+                # Each worker draws from its own stream (torch seeds workers apart).
+                self.rng = np.random.default_rng(torch.initial_seed())
+            sample = self.augment(sample, self.rng, self.crop, self.flip)
+        return torch.from_numpy(np.asarray(sample)), torch.as_tensor(self.split.labels[index])
+
+
+class PlanSampler(DistributedSampler):
+    """DistributedSampler (num_replicas, rank, set_epoch) whose order is the BatchPlan's:
+    N ranks with batch b read disjoint shards that together are one process's batches of
+    N x b, and a resumed run reads what an unbroken one would."""
+
+    def __init__(self, dataset: Dataset, plan: BatchPlan) -> None:
+        super().__init__(
+            dataset,
+            num_replicas=plan.world_size,
+            rank=plan.rank,
+            shuffle=True,
+            seed=plan.seed,
+            drop_last=True,
+        )
+        self.plan = plan
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.plan.batches(self.epoch).reshape(-1).tolist())
+
+    def __len__(self) -> int:
+        return int(self.plan.batches(self.epoch).size)
+
+
+class InMemory:
+    """A split on the device, normalised once."""
+
+    def __init__(self, split: Split, normalise: Normalise, device: torch.device) -> None:
+        assert split.arrays is not None
+        self.inputs = normalise(torch.from_numpy(split.arrays).to(device))
+        self.labels = torch.from_numpy(split.labels).to(device)
+
+    def epoch(self, plan: BatchPlan, epoch: int) -> Iterator[Batch]:
+        indices = torch.from_numpy(plan.batches(epoch)).to(self.inputs.device)
+        for index in indices:
+            yield self.inputs[index], self.labels[index]
+
+    def batches(self, size: int = EVAL_BATCH) -> Iterator[Batch]:
+        for start in range(0, len(self.labels), size):
+            yield self.inputs[start : start + size], self.labels[start : start + size]
+
+
+class Streamed:
+    """A split read from disk by worker processes."""
+
+    def __init__(
+        self,
+        split: Split,
+        normalise: Normalise,
+        device: torch.device,
+        workers: int,
+        batch_size: int,
+        augment: Callable | None = None,
+        crop: int = 0,
+        flip: bool = False,
+    ) -> None:
+        self.normalise, self.device = normalise, device
+        self.dataset = SplitDataset(split, augment, crop, flip)
+        self.workers, self.batch_size = workers, batch_size
+        # Pinned host memory lets the copy to a GPU overlap the step.
+        self.pin = device.type == "cuda"
+        self.loader: DataLoader | None = None
+
+    def _to_device(self, inputs: torch.Tensor, labels: torch.Tensor) -> Batch:
+        inputs = inputs.to(self.device, non_blocking=self.pin)
+        return self.normalise(inputs), labels.to(self.device, non_blocking=self.pin)
+
+    def epoch(self, plan: BatchPlan, epoch: int) -> Iterator[Batch]:
+        if self.loader is None:
+            self.loader = DataLoader(
+                self.dataset,
+                batch_size=self.batch_size,
+                sampler=PlanSampler(self.dataset, plan),
+                num_workers=self.workers,
+                pin_memory=self.pin,
+                drop_last=True,
+                # Workers live across epochs: forking them again each epoch costs seconds.
+                persistent_workers=self.workers > 0,
+            )
+        self.loader.sampler.set_epoch(epoch)
+        for inputs, labels in self.loader:
+            yield self._to_device(inputs, labels)
+
+    def batches(self, size: int = EVAL_BATCH) -> Iterator[Batch]:
+        loader = DataLoader(self.dataset, batch_size=size, num_workers=self.workers)
+        for inputs, labels in loader:
+            yield self._to_device(inputs, labels)

@@ -1,0 +1,98 @@
+"""The project's layout holds: the platform floor (src/scaffold/) never imports your files,
+no module of it imports one that imports it back, and each option is declared once
+(config.yaml and README.md name exactly the flags' options)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import yaml
+
+from src.scaffold.backend import ProjectConfig
+from src.scaffold.config import DEFAULT_CONFIG, options_of
+
+PROJECT = Path(__file__).resolve().parent.parent
+SCAFFOLD = PROJECT / "src" / "scaffold"
+YOURS = ("src.model", "src.data", "src.step")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PROJECT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The modules ``path`` imports, anywhere in it (function bodies too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            # from src import data / from src.scaffold.data import finder: modules too.
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def scaffold_graph() -> dict[str, set[str]]:
+    """Each scaffold module and the scaffold modules it imports."""
+    modules = {module_name(p): p for p in SCAFFOLD.rglob("*.py")}
+    return {name: imports(path) & set(modules) for name, path in modules.items()}
+
+
+def test_the_scaffold_never_imports_your_files() -> None:
+    reaching = {
+        module_name(path): sorted(
+            name
+            for name in imports(path)
+            if any(name == y or name.startswith(y + ".") for y in YOURS)
+        )
+        for path in SCAFFOLD.rglob("*.py")
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}
+
+
+def test_no_scaffold_module_imports_one_that_imports_it_back() -> None:
+    graph = scaffold_graph()
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    # A package's __init__ is imported with any module in it: only real modules count.
+    cycles = sorted(name for name in graph if name in reach(name))
+    assert cycles == []
+
+
+def test_config_yaml_holds_each_option_once_under_its_flag_name() -> None:
+    options = options_of(ProjectConfig)
+    for name, option in options.items():
+        # data: format is --data_format: a key under a section is the flag joined with _.
+        assert option.key.replace(".", "_") == name
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    keys = [
+        f"{key}.{sub}" if isinstance(value, dict) else key
+        for key, value in raw.items()
+        for sub in (value if isinstance(value, dict) else [None])
+    ]
+    assert sorted(keys) == sorted(option.key for option in options.values())
+
+
+def test_the_readme_option_table_names_exactly_the_flags() -> None:
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## train.py", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `--")]
+    flags = [flag for row in rows for flag in re.findall(r"`(--[a-z_]+)", row.split("|")[1])]
+    expected = [f"--{name}" for name in options_of(ProjectConfig)]
+    assert sorted(flags) == sorted(expected)
+    # Each row's second cell: the config.yaml key of its flag.
+    for row in rows:
+        flag = re.findall(r"`(--[a-z_]+)", row.split("|")[1])[0]
+        assert f"`{options_of(ProjectConfig)[flag[2:]].key}`" in row.split("|")[2], row

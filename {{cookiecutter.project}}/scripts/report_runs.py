@@ -1,0 +1,1 @@
+{{ 'report_runs' | module_source }}

@@ -1,0 +1,132 @@
+"""What a framework provides to the shared training scaffold, and what it is given.
+
+Each framework's src/scaffold/backend/core.py has ``create(cfg, task) -> Backend``: device
+and communication set up; ``setup(splits, schedule)`` then builds the Task's model for the
+data's shape and the optimizer of the Task's step, whose learning rate follows the
+schedule. Everything else (storage, data, resume, checkpoints kept, the epoch log line,
+the run record, uploads, signals) is src/scaffold/run/'s, written once for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from src.scaffold.data.sharding import rank_batches
+from src.scaffold.data.splits import Splits
+from src.scaffold.run.schedule import Schedule
+
+
+class EpochEnd(Protocol):
+    """What a backend calls while it trains (src/scaffold/run/epochs.py)."""
+
+    def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
+        """After every training step (1-based over the run): readers of its loss and lr."""
+        ...
+
+    def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
+        """After each epoch: its mean train loss over the ranks and the seconds it took."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Which samples each step of each epoch trains on, for this rank (data/sharding.py),
+    cut short after ``max_steps`` steps in all when a performance run asks for that."""
+
+    num_samples: int
+    batch_size: int
+    world_size: int
+    rank: int
+    seed: int
+    max_steps: int | None = None
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.num_samples // (self.batch_size * self.world_size)
+
+    def steps_in(self, epoch: int) -> int:
+        """Training steps in ``epoch``: fewer in the one where max_steps runs out."""
+        if self.max_steps is None:
+            return self.steps_per_epoch
+        left = self.max_steps - (epoch - 1) * self.steps_per_epoch
+        return max(0, min(self.steps_per_epoch, left))
+
+    def steps_done(self, epoch: int) -> int:
+        """Training steps taken by the end of ``epoch``."""
+        steps = epoch * self.steps_per_epoch
+        return steps if self.max_steps is None else min(steps, self.max_steps)
+
+    def last_epoch(self, epoch_size: int) -> int:
+        """The epoch in which max_steps runs out (epoch_size without a limit)."""
+        if self.max_steps is None:
+            return epoch_size
+        return min(epoch_size, -(-self.max_steps // max(self.steps_per_epoch, 1)))
+
+    def batches(self, epoch: int) -> np.ndarray:
+        """This rank's sample indices for ``epoch``, shape (steps, batch_size)."""
+        plan = rank_batches(
+            self.num_samples, self.batch_size, self.world_size, self.rank, self.seed, epoch
+        )
+        if self.max_steps is not None:
+            plan = plan[: max(0, self.max_steps - (epoch - 1) * self.steps_per_epoch)]
+        return plan
+
+
+class Backend(Protocol):
+    """A framework's side of a run: one per process."""
+
+    name: str  # "pytorch" or "mindspore"
+    rank: int
+    world_size: int
+    device: str  # for the record and the log: cpu, cuda:0, Ascend:3 ...
+    placement: str  # this process's place in the job: "rank 1 of 4 on device 1 (cpu)"
+    unseen: str | None  # auto chose the CPU in an accelerator's image: the warning to log
+    suffix: str  # the checkpoint file ending: .pt or .ckpt
+    # True for a process that only coordinates (MindSpore's msrun scheduler): it
+    # neither stages data nor trains.
+    scheduler_only: bool
+
+    def describe(self) -> dict[str, Any]:
+        """Settings worth recording (amp, loop, sink mode ...)."""
+        ...
+
+    # The input shape the chosen model declares (@model), for a smoke run without data.
+    input_shape: tuple[int, ...]
+
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        """Build the model for the data's shape (splits.info), and the optimizer whose
+        learning rate follows ``schedule``; take the splits onto the device (in memory) or
+        open loaders over them (streaming)."""
+        ...
+
+    def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
+        """Train epochs first..last (1-based), calling on_epoch_end after each on every rank."""
+        ...
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        """The mean of each metric the Task's step returns, on the "val" or "test" split."""
+        ...
+
+    def save(self, path: Path, meta: dict[str, int]) -> None:
+        """Write model and optimizer state with meta (epoch, seed), atomically."""
+        ...
+
+    def restore(self, path: Path) -> dict[str, int]:
+        """Load what save wrote; return its meta. CheckpointError if it does not fit."""
+        ...
+
+    def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
+        """Load model weights only, leaving layers in ``skip`` initialised."""
+        ...
+
+    def weights_digest(self) -> str:
+        """A short hash of the model's weights: equal on every rank of a healthy job."""
+        ...
+
+    def close(self) -> None:
+        """Leave the process group, if any."""
+        ...

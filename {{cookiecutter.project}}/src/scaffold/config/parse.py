@@ -1,0 +1,128 @@
+"""Reading the options: the code defaults, overridden by config.yaml, overridden by flags.
+The flags, the config.yaml keys and --help come from the fields of the Config class."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+import yaml
+
+from src.scaffold.config.options import DEFAULT_CONFIG, Config, Option, options_of
+from src.scaffold.config.platform_args import platform_arguments, unknown_key
+from src.scaffold.errors import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits by itself; raise instead, so that every
+    # user error reaches train.py's one-line report.
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{' '.join(message.split())} (see --help)")
+
+
+# The flags besides the options' (argparse adds --help): a typo is compared with them too.
+OTHER_FLAGS = ("config_path", "smoke", "strict", "no_tensorboard", "help")
+
+
+def _known_flags(options: dict[str, Option]) -> dict[str, str]:
+    """Every flag train.py knows, by its name without dashes."""
+    flags = {name: f"--{name}" for name in (*OTHER_FLAGS, *options)}
+    flags.update({alias[2:]: alias for option in options.values() for alias in option.aliases})
+    return flags
+
+
+def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
+    """The command line; every flag defaults to None, meaning 'keep the YAML value'."""
+    # allow_abbrev=False: a platform's --data must not be taken for --data_url.
+    parser = _Parser(
+        description="Train a model (src/model.py) on your data (src/data.py).", allow_abbrev=False
+    )
+    parser.add_argument(
+        "--config_path",
+        type=Path,
+        help=f"YAML file of options (default: {DEFAULT_CONFIG.name} next to train.py)",
+    )
+    for name, option in options.items():
+        parser.add_argument(
+            f"--{name}", *option.aliases, dest=name, type=option.convert, help=option.help
+        )
+    for flag, text in (
+        ("--smoke", "a few steps on synthetic data, to check a setup"),
+        ("--strict", "stop (exit 2) when the start-up host check fails (driver, devices)"),
+    ):
+        parser.add_argument(flag, action="store_true", default=None, help=text)
+    parser.add_argument(
+        "--no_tensorboard",
+        action="store_const",
+        const=False,
+        dest="tensorboard",
+        help="write no TensorBoard event files",
+    )
+    return parser
+
+
+def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
+    """Sections (model:, data:) as dotted keys: {"data": {"format": x}} -> {"data.format": x}."""
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{sub}": v for sub, v in value.items()})
+        else:
+            flat[str(key)] = value
+    return flat
+
+
+def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
+    """The options in a YAML file, converted as their flags are; relative paths resolved
+    against the file's directory, so that the project runs from any directory."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {path}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from err
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping of option: value")
+    values: dict[str, Any] = {}
+    keys = {option.key: name for name, option in options.items()}
+    for key, value in _flatten(raw).items():
+        if key not in keys:
+            raise ConfigError(f"{path}: {unknown_key(key, keys)}")
+        written, key = key, keys[key]
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = ",".join(map(str, value))
+        try:
+            # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
+            values[key] = options[key].convert(str(value))
+        except argparse.ArgumentTypeError as err:
+            raise ConfigError(f"{path}: {written}: {err}") from err
+        if isinstance(values[key], Path) and not values[key].is_absolute():
+            values[key] = path.parent / values[key]
+    return values
+
+
+def parse_config(argv: Sequence[str] | None = None, config_class: type[Config] = Config) -> Config:
+    """Parse argv (default: sys.argv[1:]) over config.yaml over the code defaults.
+
+    --smoke trains one epoch unless --epoch_size is given. The arguments OpenI, C2Net
+    and ModelArts add (platform_args.py: --multi_data_url, --init_method...) are kept by
+    name in ignored_args; any other unknown argument is a ConfigError naming the closest
+    option (--epochs: did you mean --epoch_size?).
+    """
+    options = options_of(config_class)
+    args, extras = build_parser(options).parse_known_args(argv)
+    ignored = platform_arguments(extras, _known_flags(options))
+    config_path = args.config_path or DEFAULT_CONFIG
+    values = _read_yaml(config_path, options)
+    flags = {key: v for key, v in vars(args).items() if v is not None}
+    values.update(flags)
+    values["given"] = tuple(flags)
+    values["config_path"] = config_path
+    if args.smoke and args.epoch_size is None:
+        # A smoke run checks the plumbing: one epoch unless asked for more.
+        values["epoch_size"] = 1
+    return replace(config_class(), **values, ignored_args=ignored)

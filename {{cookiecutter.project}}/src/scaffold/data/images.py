@@ -1,0 +1,114 @@
+"""The imagefolder format: one folder of PNG or JPEG images per class, read with Pillow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from src.scaffold.data.formats import SPLITS, Reader, reader, unwrap
+from src.scaffold.data.splits import Split
+from src.scaffold.errors import DatasetError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def _class_folders(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _holds_images(folder: Path) -> bool:
+    return any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.iterdir())
+
+
+@reader("imagefolder")
+class ImageFolderReader(Reader):
+    looks_for = "an image folder (train/ and test/ of class folders of .png/.jpg, or class folders)"
+
+    def _roots(self, directory: Path) -> dict[str, Path]:
+        directory = unwrap(directory)
+        named = {s: directory / s for s in SPLITS if (directory / s).is_dir()}
+        if "train" in named:
+            return named
+        return {"all": directory}
+
+    def found(self, directory: Path) -> str | None:
+        roots = self._roots(directory)
+        first = next(iter(roots.values()))
+        classes = _class_folders(first)
+        if not classes or not any(_holds_images(c) for c in classes):
+            return None
+        parts = "/, ".join(roots) + "/" if "all" not in roots else "one folder"
+        return f"{len(classes)} class folders of images in {parts}"
+
+    def read(self, directory: Path) -> dict[str, Split]:
+        size = self.options.get("resize")
+        resize = None if size is None else tuple(size)  # type: ignore[arg-type]
+        return {name: _image_split(root, resize) for name, root in self._roots(directory).items()}
+
+
+def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
+    """Every image under root's class folders, checked by header (none decoded yet)."""
+    from PIL import Image  # only image data needs Pillow
+
+    files: list[Path] = []
+    labels: list[int] = []
+    classes = _class_folders(root)
+    if not classes:
+        raise DatasetError(f"{root} holds no class folders (one folder of images per class)")
+    for label, folder in enumerate(classes):
+        entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        if not entries:
+            raise DatasetError(f"class folder {folder} is empty")
+        for path in entries:
+            if path.suffix.lower() not in IMAGE_SUFFIXES:
+                kinds = ", ".join(IMAGE_SUFFIXES)
+                raise DatasetError(f"{path} is not an image ({kinds}); move it out of {folder}")
+            files.append(path)
+            labels.append(label)
+    sizes: dict[tuple[int, int], Path] = {}
+    modes = set()
+    for path in files:
+        try:
+            with Image.open(path) as image:
+                sizes.setdefault(image.size, path)
+                modes.add(image.mode)
+        except (OSError, SyntaxError) as err:
+            raise DatasetError(f"{path} cannot be read as an image: {err}") from err
+    if len(sizes) > 1 and resize is None:
+        (a, first), (b, other) = list(sizes.items())[:2]
+        raise DatasetError(
+            f"images of different sizes: {first} is {a[0]}x{a[1]}, {other} is {b[0]}x{b[1]}; "
+            "set data.resize: [height, width]"
+        )
+    width, height = next(iter(sizes)) if resize is None else (resize[1], resize[0])
+    mode = "L" if modes <= {"L", "1", "I;16", "I", "F"} else "RGB"
+    shape = (1 if mode == "L" else 3, height, width)
+    decode = ImageDecoder(mode, (width, height) if resize is not None else None)
+    return Split(
+        np.asarray(labels, dtype=np.int64),
+        shape,
+        files=tuple(files),
+        decode=decode,
+        classes=tuple(c.name for c in classes),
+    )
+
+
+class ImageDecoder:
+    """Decode one image file to uint8 (C, H, W) with Pillow: a picklable callable, so that
+    loader worker processes can decode in parallel."""
+
+    def __init__(self, mode: str, size: tuple[int, int] | None) -> None:
+        self.mode, self.size = mode, size
+
+    def __call__(self, path: Path) -> np.ndarray:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            image = image.convert(self.mode)
+            if self.size is not None and image.size != self.size:
+                image = image.resize(self.size, Image.BILINEAR)
+            pixels = np.asarray(image)
+        if pixels.ndim == 2:
+            return pixels[None]
+        return np.ascontiguousarray(pixels.transpose(2, 0, 1))

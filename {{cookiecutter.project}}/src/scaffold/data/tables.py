@@ -1,0 +1,120 @@
+"""The csv format: a table with a header row, numeric features and a label column, whose
+values are classes or (data.labels: values) numbers to predict."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from src.scaffold.data.formats import SPLITS, Reader, reader, unwrap
+from src.scaffold.data.splits import Split, array_split
+from src.scaffold.errors import DatasetError
+
+
+@reader("csv")
+class CsvReader(Reader):
+    looks_for = "a CSV table (train.csv and test.csv, or one .csv file)"
+
+    def _files(self, directory: Path) -> dict[str, Path]:
+        directory = unwrap(directory)
+        named = {s: directory / f"{s}.csv" for s in SPLITS if (directory / f"{s}.csv").is_file()}
+        if "train" in named:
+            return named
+        tables = sorted(directory.glob("*.csv"))
+        return {"all": tables[0]} if len(tables) == 1 else {}
+
+    def found(self, directory: Path) -> str | None:
+        files = self._files(directory)
+        return ", ".join(p.name for p in files.values()) if files else None
+
+    def read(self, directory: Path) -> dict[str, Split]:
+        files = self._files(directory)
+        if not files:
+            raise DatasetError(f"{directory} holds no train.csv, nor exactly one .csv file")
+        column = str(self.options.get("label_column") or "label")
+        tables = {split: _read_table(path, column) for split, path in files.items()}
+        if self.options.get("labels") == "values":
+            return {
+                split: array_split(features, _targets(path, column, labels))
+                for (split, (features, labels)), path in zip(tables.items(), files.values())
+            }
+        # Class names: the training split's label values, as numbers when they all are.
+        train = tables.get("train", tables.get("all"))
+        values = sorted(set(train[1]), key=_label_key)  # type: ignore[index]
+        index = {v: i for i, v in enumerate(values)}
+        for split, (_, labels) in tables.items():
+            extra = sorted(set(labels) - set(index), key=_label_key)
+            if extra:
+                raise DatasetError(
+                    f"train and {split} splits have different classes: {split} has "
+                    f"{', '.join(extra[:5])} that train has not"
+                )
+        return {
+            split: array_split(features, np.array([index[v] for v in labels]), values)
+            for split, (features, labels) in tables.items()
+        }
+
+
+def _targets(path: Path, column: str, labels: list[str]) -> np.ndarray:
+    """A numeric target column as float32 (data.labels: values); one line for a cell that
+    is not a number."""
+    try:
+        return np.asarray([float(v) for v in labels], dtype=np.float32)
+    except ValueError:
+        bad = next(v for v in labels if not _number(v))
+        raise DatasetError(
+            f"{path}: column {column!r} holds {bad!r}, not a number (data.labels: values)"
+        ) from None
+
+
+def _label_key(value: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str]]:
+    """(features float32 (N, F), label strings) of a CSV with a header row."""
+    with open(path, newline="", encoding="utf-8") as stream:
+        rows = csv.reader(stream)
+        header = next(rows, None)
+        if not header:
+            raise DatasetError(f"{path} is empty: expected a header row")
+        header = [name.strip() for name in header]
+        if label_column not in header:
+            raise DatasetError(
+                f"{path} has no label column {label_column!r} (set data.label_column); "
+                f"its columns: {', '.join(header[:10])}"
+            )
+        target = header.index(label_column)
+        features: list[list[float]] = []
+        labels: list[str] = []
+        for line, row in enumerate(rows, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DatasetError(
+                    f"{path} line {line} has {len(row)} fields, the header has {len(header)}"
+                )
+            labels.append(row[target].strip())
+            try:
+                features.append([float(v) for i, v in enumerate(row) if i != target])
+            except ValueError:
+                bad = next(i for i, v in enumerate(row) if i != target and not _number(v))
+                raise DatasetError(
+                    f"{path} line {line}, column {header[bad]!r}: {row[bad]!r} is not a number"
+                ) from None
+    if not labels:
+        raise DatasetError(f"{path} has a header but no rows")
+    return np.asarray(features, dtype=np.float32), labels
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,108 @@
+"""Checkpoints on disk: one per epoch, the newest N kept plus the best by the monitored
+validation metric (config.yaml's monitor:), a small latest.json pointer, and the newest
+one found again for --resume auto.
+
+Checkpoints are named after the model: mynet_epoch7.pt, resnet_epoch3.ckpt.
+latest.json: {"epoch": 7, "latest": "mynet_epoch7.pt", "best": "mynet_epoch5.pt",
+"monitor": {"metric": "accuracy", "mode": "max"}, "scores": {"mynet_epoch5.pt": 0.981,
+...}} - written after each checkpoint, so a restarted job (and a person) can tell which
+file to use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from src.scaffold.task import Monitor
+
+POINTER = "latest.json"
+MARK = "_epoch"
+
+
+def name(epoch: int, suffix: str, model: str) -> str:
+    """The file name of the checkpoint of ``model`` taken after ``epoch``: mynet_epoch7.pt."""
+    return f"{model}{MARK}{epoch}{suffix}"
+
+
+def epoch_of(path: Path, suffix: str) -> int | None:
+    match = re.fullmatch(rf"[A-Za-z0-9_.-]+?{MARK}(\d+){re.escape(suffix)}", path.name)
+    return int(match.group(1)) if match else None
+
+
+def read_pointer(directory: Path) -> dict:
+    try:
+        value = json.loads((directory / POINTER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def find_latest(directory: Path, suffix: str) -> Path | None:
+    """The checkpoint to continue from: latest.json's, else the highest-numbered one."""
+    pointed = read_pointer(directory).get("latest")
+    if isinstance(pointed, str) and (directory / pointed).is_file():
+        return directory / pointed
+    numbered = [(epoch_of(p, suffix), p) for p in directory.glob(f"*{MARK}*{suffix}")]
+    numbered = [(epoch, p) for epoch, p in numbered if epoch is not None]
+    return max(numbered)[1] if numbered else None
+
+
+@dataclass
+class Retention:
+    """Keeps the newest ``keep`` checkpoints of ``directory`` and the best one by
+    ``monitor``."""
+
+    directory: Path
+    suffix: str
+    keep: int
+    model: str
+    monitor: Monitor = field(default_factory=Monitor)
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def resume(
+        cls, directory: Path, suffix: str, keep: int, model: str, monitor: Monitor
+    ) -> Retention:
+        """The policy as an earlier run of this output directory left it. Scores of
+        another monitored metric are not compared with this run's: they are dropped."""
+        pointer = read_pointer(directory)
+        same = pointer.get("monitor") == {"metric": monitor.metric, "mode": monitor.mode}
+        scores = (pointer.get("scores") if same else None) or {}
+        kept = {k: float(v) for k, v in scores.items() if (directory / k).is_file()}
+        return cls(directory, suffix, keep, model, monitor, kept)
+
+    def best(self) -> str | None:
+        if not self.scores:
+            return None
+        # The earliest of equally good checkpoints: later ones add nothing.
+        return max(self.scores, key=lambda k: (self.monitor.key(self.scores[k]), -self._epoch(k)))
+
+    def _epoch(self, checkpoint: str) -> int:
+        return epoch_of(Path(checkpoint), self.suffix) or 0
+
+    def saved(self, epoch: int, score: float) -> list[str]:
+        """Record epoch's checkpoint and its monitored score, delete the ones the policy
+        drops; return their names."""
+        self.scores[name(epoch, self.suffix, self.model)] = score
+        newest = sorted(self.scores, key=self._epoch)[-self.keep :]
+        keep = {*newest, self.best()}
+        dropped = sorted(set(self.scores) - keep, key=self._epoch)
+        for checkpoint in dropped:
+            (self.directory / checkpoint).unlink(missing_ok=True)
+            del self.scores[checkpoint]
+        pointer = {
+            "epoch": epoch,
+            "latest": name(epoch, self.suffix, self.model),
+            "best": self.best(),
+            "monitor": {"metric": self.monitor.metric, "mode": self.monitor.mode},
+            "scores": dict(sorted(self.scores.items(), key=lambda i: self._epoch(i[0]))),
+        }
+        # Write then rename: a job killed now leaves the previous pointer, never half of one.
+        tmp = self.directory / f".{POINTER}.tmp"
+        tmp.write_text(json.dumps(pointer, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, self.directory / POINTER)
+        return dropped

@@ -1,0 +1,101 @@
+"""What happens after every step and every epoch, for both frameworks (rank 0 only).
+
+After a step: progress, and every log_every steps the loss and learning rate in the
+run record. After an epoch: validation (whatever metrics src/step.py returns), the log
+line, the run record, the checkpoint (newest N plus the best by the monitored metric
+kept) and the upload to the platform."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable
+
+from src.scaffold.backend.api import Backend, BatchPlan
+from src.scaffold.outputs.checkpoints import Retention, name
+from src.scaffold.outputs.record import RunRecord
+from src.scaffold.run.progress import Progress
+from src.scaffold.storage.uploads import Uploader
+from src.scaffold.task import Task
+
+log = logging.getLogger(__name__)
+
+
+class EpochEnd:
+    """The shared end of an epoch; only rank 0 evaluates, saves, records and uploads."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        task: Task,
+        plan: BatchPlan,
+        record: RunRecord,
+        retention: Retention,
+        uploader: Uploader | None,
+        epoch_size: int,
+        progress: Progress | None = None,
+    ) -> None:
+        self.backend, self.task, self.plan, self.record = backend, task, plan, record
+        self.retention, self.uploader = retention, uploader
+        self.epoch_size, self.progress = epoch_size, progress
+        self.seconds: list[float] = []
+        self.lr: Callable[[], float] = lambda: float("nan")
+
+    @property
+    def global_batch(self) -> int:
+        return self.plan.batch_size * self.plan.world_size
+
+    def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
+        """After training step ``step`` (1-based, counted over the whole run): ``loss`` and
+        ``lr`` read that step's loss and learning rate, only when they are reported (reading
+        a loss waits for the device)."""
+        self.lr = lr
+        progress = self.progress
+        if progress is None:
+            return
+        progress.tick(step)
+        if progress.due(step):
+            epoch = -(-step // max(self.plan.steps_per_epoch, 1))
+            values = {"loss": loss(), "lr": lr()}
+            shown = f"{epoch}/{self.epoch_size}"
+            values["samples_per_s"] = progress.report(step, shown, values["loss"], values["lr"])
+            self.record.log("step", values, step, epoch)
+
+    def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
+        self.seconds.append(seconds)
+        if self.backend.rank != 0:
+            return
+        step = self.plan.steps_done(epoch)
+        steps = step - self.plan.steps_done(epoch - 1)
+        throughput = steps * self.global_batch / max(seconds, 1e-9)
+        done = {"loss": train_loss, "lr": self.lr(), "samples_per_s": throughput}
+        self.record.log("train", {**done, "seconds": seconds}, step, epoch)
+        val = self.backend.evaluate("val")
+        self.task.check_metrics(val)
+        self.record.log("val", val, step, epoch)
+        log.info(
+            "epoch %d/%d  train loss %.4f  %.0f samples/s  val %s",
+            *(epoch, self.epoch_size, train_loss, throughput, _scores(val)),
+        )
+        self._checkpoint(epoch, val[self.task.monitor.metric])
+        if self.uploader is not None:
+            self.uploader.sync()
+
+    def _checkpoint(self, epoch: int, score: float) -> None:
+        path = self.retention.directory / name(epoch, self.backend.suffix, self.retention.model)
+        self.backend.save(path, {"epoch": epoch, "seed": self.plan.seed})
+        self.record.add_artifact(path)
+        for dropped in self.retention.saved(epoch, score):
+            self.record.remove_artifact(Path(dropped))
+
+    def test(self, epoch: int) -> dict[str, float]:
+        """Score the test set once, at the end of training (rank 0)."""
+        test = self.backend.evaluate("test")
+        self.record.log("test", test, self.plan.steps_done(epoch), epoch)
+        log.info("test %s", _scores(test))
+        return test
+
+
+def _scores(metrics: dict[str, float]) -> str:
+    """Each metric src/step.py returned, as name value: 'loss 0.1234  accuracy 0.9700'."""
+    return "  ".join(f"{name} {value:.4f}" for name, value in metrics.items())

@@ -1,0 +1,278 @@
+"""One training run, the same for both frameworks: what train.py's run() and main() do.
+
+Order of a run: the framework's device and process group (the Backend train.py
+chose); storage (data onto the node once, outputs' destination); the splits, read by
+the Task's readers; where to start (resume or pretrained weights); the epochs, each
+ending in src/scaffold/run/epochs.py; the test set; the last upload. A stop (SIGTERM from the
+platform's stop button, Ctrl-C) or a failure still uploads what the finished
+epochs left before the process exits non-zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from src.scaffold.backend.api import Backend, BatchPlan
+from src.scaffold.config import Config
+from src.scaffold.data import finder
+from src.scaffold.data.splits import Splits
+from src.scaffold.errors import Stopped, StorageError, TrainError
+from src.scaffold.outputs import checkpoints, pretrained, rundir
+from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
+from src.scaffold.run.epochs import EpochEnd
+from src.scaffold.run.hostline import host_line
+from src.scaffold.run.progress import Progress
+from src.scaffold.run.schedule import Schedule
+from src.scaffold.storage import where as storage
+from src.scaffold.storage.once import Once
+from src.scaffold.storage.uploads import Uploader
+from src.scaffold.task import Task
+
+log = logging.getLogger("train")
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+# What each rank of a multi-rank run says on stderr once its part is done (scripts/launch_lib.sh).
+FINISHED = "training finished"
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """Turn the first stop signal into Stopped in the main thread; later ones wait for the
+    upload that follows (the platform kills the job after its grace period anyway)."""
+    stopped = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not stopped:
+            stopped.append(signum)
+            raise Stopped(signum, signal.Signals(signum).name)
+        log.warning("%s again: still saving the outputs", signal.Signals(signum).name)
+
+    signals = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _auto_resume(cfg: Config, where: storage.Storage, backend: Backend) -> Path | None:
+    """The newest checkpoint in the output directory; fetched from the platform first when
+    the directory is empty and the outputs live remotely (a restarted job)."""
+    output = Path(cfg.train_url)
+    remote = where.remote
+    if checkpoints.find_latest(output, backend.suffix) is None and remote is not None:
+
+        def fetch() -> None:
+            output.mkdir(parents=True, exist_ok=True)
+            if remote.get([checkpoints.POINTER], output):
+                latest = checkpoints.read_pointer(output).get("latest")
+                remote.get([n for n in (latest, HPARAMS, METRICS, ARTIFACTS) if n], output)
+
+        Once(output, "resume-fetch", remote.where).run(fetch, "fetch the last checkpoint", 1800)
+    return checkpoints.find_latest(output, backend.suffix)
+
+
+def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool]:
+    """(first epoch, data-order seed, resumed): from a checkpoint, else epoch 1 with
+    pretrained weights if any. Resumed also when --resume auto finds the record of a run
+    that ended before its first checkpoint: that run starts again."""
+    path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
+    if cfg.resume == "auto":
+        path = _auto_resume(cfg, where, backend)
+        if path is None:
+            log.info("--resume auto: no checkpoint in %s yet, starting at epoch 1", cfg.train_url)
+    if path is not None:
+        meta = backend.restore(path)
+        if meta["seed"] != cfg.seed:
+            # The data order must continue as it began for the run to match an unbroken one.
+            log.warning("continuing with the checkpoint's seed %d, not %d", meta["seed"], cfg.seed)
+        log.info("resumed from %s after epoch %d", path, meta["epoch"])
+        return meta["epoch"] + 1, meta["seed"], True
+    weights = where.pretrained
+    found = weights and pretrained.find_file(weights, backend.suffix, cfg.pretrained is not None)
+    if found:
+        backend.load_pretrained(found, cfg.skip_layers)
+        skipped = f" (kept {', '.join(cfg.skip_layers)} initialised)" if cfg.skip_layers else ""
+        log.info("loaded pretrained weights from %s%s", found, skipped)
+    return 1, cfg.seed, cfg.resume == "auto" and rundir.run_id_of(Path(cfg.train_url)) is not None
+
+
+def _check_fresh(cfg: Config, where: storage.Storage) -> None:
+    """Stop a new run whose output directory, here or on the platform, holds another run."""
+    rundir.check_fresh(Path(cfg.train_url), cfg.resume)
+    remote = where.remote
+    if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
+        raise rundir.refusal(f"{remote.where} holds another run's outputs")
+
+
+def _record(cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool) -> RunRecord:
+    """The run record of rank 0: the run's id kept when it continues; TensorBoard files
+    unless turned off; MLflow when the user has a server (MLFLOW_TRACKING_URI)."""
+    output = Path(cfg.train_url)
+    run_id = (resumed and rundir.run_id_of(output)) or rundir.new_run_id()
+    board = None
+    if cfg.tensorboard:
+        board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
+    tracker = None
+    if rank == 0:
+        from src.scaffold.outputs.tracking import Tracker
+
+        tracker = Tracker.start(run_id, output, resumed)
+    after = first - 1 if resumed else None
+    return RunRecord(output, run_id, rank == 0, after, board, tracker)
+
+
+def _train(
+    cfg: Config, task: Task, where: storage.Storage, backend: Backend, uploader: Uploader | None
+) -> None:
+    splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
+    plan = BatchPlan(
+        len(splits.train), cfg.batch_size, backend.world_size, backend.rank, cfg.seed, cfg.max_steps
+    )
+    last = plan.last_epoch(cfg.epoch_size)
+    total = plan.steps_done(last)
+    backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, total))
+    first, seed, resumed = _start(cfg, where, backend)
+    plan = replace(plan, seed=seed)
+    output = Path(cfg.train_url)
+    if uploader is not None and resumed:
+        uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
+    record = _record(cfg, where, backend.rank, first, resumed)
+    try:
+        _epochs(cfg, task, backend, splits, plan, record, uploader, (first, last, total))
+    except BaseException:
+        record.finish(failed=True)
+        raise
+    record.finish(failed=False)
+    # Every rank's last word: ranks that trained as one hold the same weights.
+    print(f"{backend.placement}: finished, weights {backend.weights_digest()}", flush=True)
+
+
+def _epochs(
+    cfg: Config,
+    task: Task,
+    backend: Backend,
+    splits: Splits,
+    plan: BatchPlan,
+    record: RunRecord,
+    uploader: Uploader | None,
+    span: tuple[int, int, int],
+) -> None:
+    """Log what the run is, train epochs first..last (of ``total`` steps), test."""
+    first, last, total = span
+    launch = {"seed": plan.seed, "world_size": backend.world_size, "device": backend.device}
+    launch["global_batch_size"] = cfg.batch_size * backend.world_size
+    sizes = {f"{name}_samples": len(getattr(splits, name)) for name in ("train", "val", "test")}
+    resolved = {**launch, **splits.info.record(), **sizes, **backend.describe()}
+    record.log_hparams({**cfg.hparams(), "resolved": resolved})
+    keep = cfg.keep_checkpoints
+    retention = checkpoints.Retention.resume(
+        Path(cfg.train_url), backend.suffix, keep, task.model(cfg.model).name, task.monitor
+    )
+    global_batch = launch["global_batch_size"]
+    progress = None
+    if backend.rank == 0:
+        bar = sys.stdout.isatty()
+        progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
+    hook = EpochEnd(backend, task, plan, record, retention, uploader, cfg.epoch_size, progress)
+    log.info(
+        "training on %d x %s: %d samples, %d held out for validation, %d for the test",
+        *(backend.world_size, backend.device, *sizes.values()),
+    )
+    if first <= last:
+        with progress.shown() if progress is not None else contextlib.nullcontext():
+            backend.fit(first, last, plan, hook)
+    else:
+        log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
+    if backend.rank == 0:
+        hook.test(max(last, first - 1))
+
+
+class _Format(logging.Formatter):
+    """The time and the message; from WARNING up the level too, so warnings stand out."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.level = f"{record.levelname} " if record.levelno >= logging.WARNING else ""
+        return super().format(record)
+
+
+def _configure_logging(rank: int) -> None:
+    # Only rank 0 reports progress; the others speak up for warnings.
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(_Format("%(asctime)s %(level)s%(message)s"))
+    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING, handlers=[handler])
+
+
+def _upload_on_the_way_out(uploader: Uploader | None) -> None:
+    """The last upload of a failed or stopped run: its failure is logged, not raised, so the
+    reason the run ended stays the error reported."""
+    if uploader is not None:
+        try:
+            uploader.sync(final=True)
+        except StorageError as err:
+            log.error("could not upload the outputs: %s", err)
+
+
+def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> None:
+    """Train ``task`` as cfg says with the Backend ``create`` makes; raises TrainError
+    subclasses for what the user must fix."""
+    backend = create(cfg, task)
+    try:
+        if backend.scheduler_only:
+            return
+        _configure_logging(backend.rank)
+        # Every rank's own log says where it stands: the first line to read when ranks disagree.
+        print(backend.placement, flush=True)
+        if backend.unseen:
+            log.warning("%s", backend.unseen)
+        checked = host_line(cfg.strict)  # in the project's images only
+        if checked:
+            (log.warning if checked[1] else log.info)("%s", checked[0])
+        if cfg.ignored_args:
+            log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
+        with stopping():
+            where = storage.prepare(cfg)
+            cfg = replace(cfg, data_url=where.data, train_url=where.output)
+            if backend.rank == 0:
+                # Before anything is written: a new run never mixes with another's outputs.
+                _check_fresh(cfg, where)
+            uploader = (
+                Uploader(where.output, where.remote, where.uploads) if backend.rank == 0 else None
+            )
+            try:
+                _train(cfg, task, where, backend, uploader)
+            except BaseException:
+                _upload_on_the_way_out(uploader)
+                raise
+            try:
+                if uploader is not None:
+                    uploader.sync(final=True)
+            except Stopped:
+                _upload_on_the_way_out(uploader)  # stopped during the last upload: finish it
+                raise
+        if backend.world_size > 1:
+            # The launchers read it: a rank that dies after this line died leaving the group.
+            print(f"rank {backend.rank}: {FINISHED}", file=sys.stderr, flush=True)
+    finally:
+        backend.close()
+
+
+def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
+    """Call ``train(argv)``: a mistake in the input is one line on stderr and exit status 2;
+    a stop signal exits 128 + its number once the outputs are saved."""
+    try:
+        train(argv)
+    except TrainError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Stopped as err:
+        print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
+        return 128 + err.signum
+    return 0

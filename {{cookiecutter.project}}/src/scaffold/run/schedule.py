@@ -1,0 +1,79 @@
+"""The learning rate of every training step, the same numbers for both frameworks.
+
+config.yaml's schedule: picks the curve after an optional linear warmup:
+  constant  lr throughout;
+  step      lr x gamma every step_epochs epochs (counted from the first epoch);
+  cosine    from lr down to min_lr at the last step, half a cosine wave.
+Warmup climbs linearly over warmup_epochs: the first step trains at lr/W, step W at lr.
+Steps count from 0 over the whole run (all epochs, cut short by max_steps), so a
+resumed run continues the curve where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from src.scaffold.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The learning rate at each of total_steps steps."""
+
+    base: float
+    name: str = "constant"
+    total_steps: int = 1
+    steps_per_epoch: int = 1
+    warmup_steps: int = 0
+    step_epochs: int = 1
+    gamma: float = 0.1
+    min_lr: float = 0.0
+
+    @classmethod
+    def from_config(cls, cfg: Any, steps_per_epoch: int, total_steps: int) -> Schedule:
+        """The schedule config.yaml (cfg) asks for, over a run of total_steps steps."""
+        if cfg.schedule_name == "cosine" and cfg.schedule_min_lr >= cfg.lr:
+            raise ConfigError(
+                f"schedule.min_lr {cfg.schedule_min_lr:g} must be below lr {cfg.lr:g}"
+            )
+        return cls(
+            base=cfg.lr,
+            name=cfg.schedule_name,
+            total_steps=max(total_steps, 1),
+            steps_per_epoch=max(steps_per_epoch, 1),
+            warmup_steps=round(cfg.schedule_warmup_epochs * steps_per_epoch),
+            step_epochs=cfg.schedule_step_epochs,
+            gamma=cfg.schedule_gamma,
+            min_lr=cfg.schedule_min_lr,
+        )
+
+    @property
+    def constant(self) -> bool:
+        """True when every step trains at base: frameworks may then pass a plain number."""
+        return self.name == "constant" and self.warmup_steps == 0
+
+    def lr(self, step: int) -> float:
+        """The learning rate of step ``step`` (0 is the first step of the run)."""
+        if step < self.warmup_steps:
+            return self.base * (step + 1) / self.warmup_steps
+        if self.name == "step":
+            return self.base * self.gamma ** (step // (self.step_epochs * self.steps_per_epoch))
+        if self.name == "cosine":
+            span = max(self.total_steps - 1 - self.warmup_steps, 1)
+            progress = min(max(step - self.warmup_steps, 0) / span, 1.0)
+            return self.min_lr + (self.base - self.min_lr) * 0.5 * (
+                1 + math.cos(math.pi * progress)
+            )
+        return self.base
+
+    def scaled(self, base: float, step: int) -> float:
+        """The learning rate of step ``step`` for a parameter group whose own lr is ``base``
+        (the schedule's own base gives exactly lr(step))."""
+        value = self.lr(step)
+        return value if base == self.base else base * value / self.base
+
+    def values(self) -> list[float]:
+        """Every step's learning rate, in order (MindSpore's optimizer reads them by step)."""
+        return [self.lr(step) for step in range(self.total_steps)]

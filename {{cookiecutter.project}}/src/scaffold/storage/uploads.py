@@ -1,0 +1,138 @@
+"""Outputs to the platform: after every epoch, once more at the end, on failure and on a stop.
+
+Only rank 0 uploads. Each file goes up once per change (a checkpoint once, the
+record files as they grow), and files the checkpoint policy dropped are removed
+remotely too. A per-epoch upload that fails is retried with backoff and, if it
+still fails, left for the next one with a warning: training goes on. The final
+upload must succeed, or the job fails; only then is it reported done.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Protocol
+
+from src.scaffold.errors import StorageError
+from src.scaffold.storage import c2net, obs
+from src.scaffold.storage.retry import Retry
+
+log = logging.getLogger(__name__)
+
+
+class Remote(Protocol):
+    """Where outputs go: put and delete files by their name under the output directory."""
+
+    where: str
+
+    def put(self, local: Path, names: list[str]) -> None: ...
+
+    def delete(self, names: list[str]) -> None: ...
+
+    def get(self, names: list[str], local: Path) -> list[str]: ...
+
+    def holds(self, name: str) -> bool: ...
+
+
+class ObsRemote:
+    """An obs:// directory, written file by file with moxing."""
+
+    def __init__(self, url: str) -> None:
+        self.where = url.rstrip("/")
+
+    def put(self, local: Path, names: list[str]) -> None:
+        for name in names:
+            obs.copy(str(local / name), f"{self.where}/{name}", tree=False)
+
+    def delete(self, names: list[str]) -> None:
+        for name in names:
+            obs.remove(f"{self.where}/{name}")
+
+    def holds(self, name: str) -> bool:
+        return obs.exists(f"{self.where}/{name}")
+
+    def get(self, names: list[str], local: Path) -> list[str]:
+        """Fetch those of ``names`` that exist remotely; return them."""
+        fetched = []
+        for name in names:
+            if obs.exists(f"{self.where}/{name}"):
+                (local / name).parent.mkdir(parents=True, exist_ok=True)
+                obs.copy(f"{self.where}/{name}", str(local / name), tree=False)
+                fetched.append(name)
+        return fetched
+
+
+class C2netRemote:
+    """OUTPUT_URL through c2net's upload_output(), which copies the whole directory."""
+
+    def __init__(self, url: str | None) -> None:
+        self.where = url or "OUTPUT_URL"
+        self.url = url
+
+    def put(self, local: Path, names: list[str]) -> None:
+        c2net.upload_output()
+
+    def delete(self, names: list[str]) -> None:
+        """c2net copies folders and never deletes: dropped checkpoints stay remotely."""
+
+    def get(self, names: list[str], local: Path) -> list[str]:
+        if self.url is None or obs.moxing() is None:
+            return []
+        return ObsRemote(self.url).get(names, local)
+
+    def holds(self, name: str) -> bool:
+        # Without moxing c2net's OUTPUT_URL cannot be read: each C2Net task has its own.
+        return self.url is not None and obs.moxing() is not None and ObsRemote(self.url).holds(name)
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every output file but temporaries (dot names), with its size and mtime."""
+    found = {}
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            stat = path.stat()
+            found[relative.as_posix()] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+class Uploader:
+    """Keeps a remote copy of the local output directory (rank 0 only)."""
+
+    def __init__(self, local: Path, remote: Remote | None, retry: Retry | None = None) -> None:
+        self.local, self.remote = local, remote
+        self.sent: dict[str, tuple[int, int]] = {}
+        self.retry = retry or Retry.read("UPLOAD")
+
+    def mark_present(self, names: list[str]) -> None:
+        """Files fetched from the remote (a resumed run): they need not go up again."""
+        files = _files(self.local)
+        self.sent.update({name: files[name] for name in names if name in files})
+
+    def _once(self) -> int:
+        assert self.remote is not None
+        files = _files(self.local)
+        changed = sorted(name for name, state in files.items() if self.sent.get(name) != state)
+        removed = sorted(set(self.sent) - set(files))
+        if changed:
+            self.remote.put(self.local, changed)
+        if removed:
+            self.remote.delete(removed)
+        self.sent = {name: files[name] for name in files}
+        return len(changed)
+
+    def sync(self, final: bool = False) -> bool:
+        """Upload what changed. Per epoch a failure is a warning (retried next time); the final
+        sync raises StorageError when every retry failed. True when the remote is up to date."""
+        if self.remote is None:
+            return True
+        try:
+            count = self.retry.run(self._once, "upload")
+        except StorageError as err:
+            if final:
+                raise
+            log.warning("upload failed, trying again after the next epoch: %s", err)
+            return False
+        if final:
+            log.info("outputs uploaded to %s (%d file(s) this time)", self.remote.where, count)
+        return True

@@ -1,0 +1,120 @@
+"""Where a run reads and writes on this node, on every platform, and where outputs go back.
+
+Chosen by what the job's environment holds; flags given on the command line win:
+* OpenI C2Net jobs: the C2Net variables (src/scaffold/c2net.py), with or without the
+  c2net package;
+* OpenI NPU and ModelArts jobs: obs:// URLs as --data_url and --train_url. The
+  dataset is copied to <cache>/data once per node, outputs are written to
+  <cache>/output and uploaded to --train_url (src/scaffold/storage/uploads.py);
+* anything else: local directories, used as they are.
+The cache is /cache unless TRAIN_CACHE_DIR says otherwise; a process waiting for
+its node's copier gives up after TRAIN_STAGE_TIMEOUT seconds (default 1800). A failed
+download or upload is retried as src/scaffold/storage/retry.py says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from src.scaffold.config import Config
+from src.scaffold.errors import ConfigError
+from src.scaffold.storage import c2net, obs
+from src.scaffold.storage.once import Once
+from src.scaffold.storage.retry import Retry
+from src.scaffold.storage.uploads import C2netRemote, ObsRemote, Remote
+
+CACHE_ENV = "TRAIN_CACHE_DIR"
+TIMEOUT_ENV = "TRAIN_STAGE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The local paths a run reads and writes, and the remote its outputs go to (if any)."""
+
+    data: Path
+    output: Path
+    pretrained: Path | None = None
+    tensorboard: Path | None = None
+    remote: Remote | None = None
+    uploads: Retry | None = None
+
+
+def cache_root() -> Path:
+    """$TRAIN_CACHE_DIR, else /cache (the platforms' local disk) where it can be written,
+    else a directory under the system's temporary directory."""
+    named = os.environ.get(CACHE_ENV)
+    if named:
+        return Path(named)
+    default = Path("/cache")
+    if os.access(default, os.W_OK) or (not default.exists() and os.access("/", os.W_OK)):
+        return default
+    return Path(tempfile.gettempdir()) / "train-cache"
+
+
+def stage_timeout() -> float:
+    try:
+        return float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+    except ValueError as err:
+        raise ConfigError(
+            f"{TIMEOUT_ENV} must be seconds, not {os.environ[TIMEOUT_ENV]!r}"
+        ) from err
+
+
+def prepare(cfg: Config) -> Storage:
+    """Bring the dataset (and pretrained weights) onto this node, once per node, and decide
+    where outputs are written and uploaded."""
+    # Both read first: a bad retry setting stops the run before any copy.
+    uploads, downloads = Retry.read("UPLOAD"), Retry.read("DOWNLOAD")
+    where = _c2net(cfg, downloads) if c2net.active() else _flags(cfg, downloads)
+    return replace(where, uploads=uploads)
+
+
+def _flags(cfg: Config, downloads: Retry) -> Storage:
+    data, output, remote = cfg.data_url, cfg.train_url, None
+    if obs.is_url(data):
+        url = str(data)
+        obs.require_moxing(f"data_url {url}")
+        data = cache_root() / "data"
+        Once(data.parent, "data", url).run(
+            lambda: downloads.run(lambda: obs.copy(url, str(data)), "download"),
+            f"copy {url} to {data}",
+            stage_timeout(),
+        )
+    if obs.is_url(output):
+        obs.require_moxing(f"train_url {output}")
+        remote = ObsRemote(str(output))
+        output = cache_root() / "output"
+    return Storage(Path(data), Path(output), cfg.pretrained, None, remote)
+
+
+def _c2net(cfg: Config, downloads: Retry) -> Storage:
+    env = c2net.C2netEnv.read()
+    # What the job asks for: c2net's own cache files say when it was fetched already.
+    key = json.dumps([os.environ.get(v) for v in ("DATASET_URL", "PRETRAIN_MODEL_URL")])
+    marks = cache_root()
+    Once(marks, "c2net-prepare", key).run(
+        lambda: downloads.run(lambda: c2net.prepare(env), "download"),
+        "fetch the C2Net data",
+        stage_timeout(),
+    )
+    data = cfg.data_url if "data_url" in cfg.given or env.dataset is None else env.dataset
+    output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output
+    if obs.is_url(data) or obs.is_url(output):
+        raise ConfigError(
+            "in a C2Net job give --data_url and --train_url as local paths (or leave them out "
+            "and the job's LOCAL_DATASET_PATH and LOCAL_OUTPUT_PATH are used)"
+        )
+    remote: Remote | None = None
+    if output == env.output:
+        if c2net.package() is not None:
+            remote = C2netRemote(env.output_url)
+        elif env.method == "MOXING" and env.output_url:
+            remote = ObsRemote(env.output_url)
+    return Storage(
+        Path(data), Path(output), cfg.pretrained or env.pretrained, env.tensorboard, remote
+    )

@@ -1,0 +1,169 @@
+"""The contract between your three files and the platform floor: what @model records, what a
+model function is given (DataShape), and Task, the one object train.py gathers them into.
+
+The floor never imports src/model.py, src/data.py or src/step.py: train.py hands it a Task.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+from src.scaffold.data.readers import BUILTIN, Reader, augment
+from src.scaffold.errors import ConfigError
+
+# What src/step.py must define: the same three functions in both frameworks.
+STEP_FUNCTIONS = ("loss", "optimizer", "metrics")
+MODES = ("max", "min")
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """One sample's input shape, (C, H, W) for images or (F,) for table rows, and the
+    number of outputs: the classes, or 1 for a numeric target (data.labels: values)."""
+
+    input: tuple[int, ...]
+    num_classes: int
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model function and what @model said of it."""
+
+    name: str
+    build: Callable[[DataShape], Any]
+    # The input a model takes when there is no data to read it from (a --smoke run).
+    input_shape: tuple[int, ...]
+    # The output layer's name: left initialised by --pretrained with another class count.
+    head: str
+    # Where it was defined (file:line), for the lines that name it.
+    where: str
+
+
+def _where(obj: Any) -> str:
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return getattr(obj, "__qualname__", repr(obj))
+
+
+def model(name: str, input_shape: tuple[int, ...], head: str = "") -> Callable:
+    """Mark a model function as the model ``name`` (config.yaml's model); train.py's Task
+    finds it in src/model.py."""
+
+    def mark(build: Callable[[DataShape], Any]) -> Callable[[DataShape], Any]:
+        build.model_spec = ModelSpec(name, build, tuple(input_shape), head, _where(build))  # type: ignore[attr-defined]
+        return build
+
+    return mark
+
+
+def image_input(name: str, shape: DataShape) -> tuple[int, int, int]:
+    """(C, H, W) of image data; one clear line for data a model of images cannot take."""
+    if len(shape.input) != 3:
+        raise ValueError(
+            f"model {name} takes images (C, H, W); the data's samples have shape {shape.input}: "
+            "use mlp, or a model of your own"
+        )
+    channels, height, width = shape.input
+    return channels, height, width
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """The validation metric that chooses the best checkpoint, and which way is better."""
+
+    metric: str = "accuracy"
+    mode: str = "max"
+
+    def better(self, new: float, old: float) -> bool:
+        return new > old if self.mode == "max" else new < old
+
+    def key(self, value: float) -> float:
+        """A sort key under which larger is better."""
+        return value if self.mode == "max" else -value
+
+
+@dataclass(frozen=True)
+class Step:
+    """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, cfg) and
+    metrics(outputs, labels) -> per-batch sums."""
+
+    loss: Callable[..., Any]
+    optimizer: Callable[..., Any]
+    metrics: Callable[..., dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """Your project as one object: the models, the readers (built-in and yours), the
+    augmentation, the training step and the metric to monitor."""
+
+    models: dict[str, ModelSpec]
+    step: Step
+    readers: dict[str, type[Reader]] = field(default_factory=lambda: dict(BUILTIN))
+    augment: Callable[..., Any] = augment
+    monitor: Monitor = Monitor()
+
+    @classmethod
+    def gather(
+        cls, model: ModuleType, data: ModuleType, step: ModuleType, monitor: Monitor
+    ) -> Task:
+        """The Task of your src/model.py, src/data.py and src/step.py."""
+        models: dict[str, ModelSpec] = {}
+        for value in vars(model).values():
+            spec = getattr(value, "model_spec", None)
+            if isinstance(spec, ModelSpec) and spec.build is value:
+                if spec.name in models and models[spec.name].where != spec.where:
+                    raise ConfigError(
+                        f"two models are called {spec.name!r}: {models[spec.name].where} and "
+                        f"{spec.where}; rename one"
+                    )
+                models[spec.name] = spec
+        if not models:
+            raise ConfigError(f"{model.__file__} defines no model: mark one with @model(...)")
+        readers = dict(BUILTIN)
+        for value in vars(data).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, Reader)
+                and value.__module__ == data.__name__
+            ):
+                name = getattr(value, "name", None)
+                if not name:
+                    continue
+                if name in readers and readers[name] is not value:
+                    raise ConfigError(
+                        f"two readers are called {name!r}: {_where(readers[name])} and "
+                        f"{_where(value)}; rename one"
+                    )
+                readers[name] = value
+        missing = [name for name in STEP_FUNCTIONS if not callable(getattr(step, name, None))]
+        if missing:
+            raise ConfigError(f"{step.__file__} lacks {', '.join(missing)}: see its docstring")
+        functions = Step(*(getattr(step, name) for name in STEP_FUNCTIONS))
+        return cls(models, functions, readers, getattr(data, "augment", augment), monitor)
+
+    def model(self, name: str | None) -> ModelSpec:
+        """The model called ``name`` (None: the only one); one line naming those there are
+        otherwise."""
+        if name is None:
+            if len(self.models) == 1:
+                return next(iter(self.models.values()))
+            raise ConfigError(
+                f"src/model.py has {', '.join(self.models)}: choose one with model: in "
+                "config.yaml or --model"
+            )
+        if name not in self.models:
+            raise ConfigError(f"unknown model {name!r}; src/model.py has {', '.join(self.models)}")
+        return self.models[name]
+
+    def check_metrics(self, scores: dict[str, float]) -> None:
+        """The monitored metric must be one step.metrics returns: one line otherwise."""
+        if self.monitor.metric not in scores:
+            raise ConfigError(
+                f"monitor.metric {self.monitor.metric!r} is not among the metrics src/step.py "
+                f"returns ({', '.join(scores)}): set monitor.metric in config.yaml"
+            )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -178,3 +180,20 @@ def read_record(project_dir: Path) -> Options:
     except (OSError, ValueError) as err:
         raise ProjectNotFound(f"{path}: unreadable ({err})") from err
     return validate(data)
+
+
+# The module a project of each framework needs to train.
+FRAMEWORK_MODULES = {"pytorch": "torch", "mindspore": "mindspore"}
+
+
+def next_command(project_dir: Path, framework: str) -> str:
+    """The command that trains a new project here, as `gen new` prints it: run_1p.sh with
+    the Python that has the framework (this one's, when python3 on PATH is another), else
+    after installing the project's requirements."""
+    where = shlex.quote(str(project_dir))
+    if importlib.util.find_spec(FRAMEWORK_MODULES[framework]) is None:
+        return f"cd {where} && python3 -m pip install -r requirements.txt && bash scripts/run_1p.sh"
+    on_path = shutil.which("python3")
+    if on_path and Path(on_path).resolve() == Path(sys.executable).resolve():
+        return f"cd {where} && bash scripts/run_1p.sh"
+    return f"cd {where} && PYTHON={shlex.quote(sys.executable)} bash scripts/run_1p.sh"

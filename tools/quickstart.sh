@@ -7,12 +7,14 @@ cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh train
 root="$PWD"
 mkdir -p demo
-output=output
+# The quickstart's run goes into output/quickstart: ./output stays free for the run that
+# `gen new`'s next: line starts.
+output=output/quickstart
 if [ ! -d demo/mnist-lenet ]; then
     .venv/bin/gen new mnist-lenet --no-input --output-dir demo
 else
     # A new run never writes into another run's output directory: this one gets its own.
-    output=output-$(date -u +%Y%m%d-%H%M%S)
+    output=output/quickstart-$(date -u +%Y%m%d-%H%M%S)
     echo "demo/mnist-lenet exists: training it again into demo/mnist-lenet/$output"
 fi
 cd demo/mnist-lenet

@@ -21,21 +21,22 @@ from src.scaffold.backend.sigint import take_sigint  # noqa: E402
 take_sigint()
 {%- endif %}
 
-from src import data, model, step  # noqa: E402 (yours)
 from src.scaffold import Monitor, Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
-from src.scaffold.backend.core import create  # noqa: E402 (this framework's Backend)
 from src.scaffold.config import parse_config  # noqa: E402
 from src.scaffold.run.runner import main, run  # noqa: E402
 
 
 def train(argv: list) -> None:
     cfg = parse_config(argv, ProjectConfig)
-    monitor = Monitor(cfg.monitor_metric, cfg.monitor_mode)
-    task = Task.gather(model, data, step, monitor)
+    # Imported here, inside main(): an error in them, or no framework, is one line.
+    from src import data, model, step  # yours
+    from src.scaffold.backend.core import create  # this framework's Backend
+
+    task = Task.gather(model, data, step, Monitor(cfg.monitor_metric, cfg.monitor_mode))
     run(task, cfg, create)
 
 
 if __name__ == "__main__":
-    # A mistake is one line and exit 2; a stop signal exits 128 + its number.
+    # A mistake is one line and exit 2 (--debug: the traceback); a stop exits 128 + its number.
     sys.exit(main(train, sys.argv[1:]))

@@ -73,7 +73,7 @@ def new(
     set_pairs: tuple[str, ...],
 ) -> None:
     """Generate the training project PROJECT (a directory under --output-dir)."""
-    from generator.project import collect_options, render
+    from generator.project import collect_options, next_command, render
 
     given: dict[str, object | None] = _parse_set(set_pairs)
     flags = {
@@ -90,4 +90,4 @@ def new(
     # Without a terminal there is nobody to answer prompts.
     created = render(options, output_dir, no_input=no_input or not sys.stdin.isatty())
     click.echo(f"created {created}")
-    click.echo(f"next: cd {created} && bash scripts/run_1p.sh")
+    click.echo(f"next: {next_command(created, options.framework)}")

@@ -32,7 +32,7 @@ from tests.template.launchers import assert_all_gone
 TABLE = "/user/serverid/devindex/config/hccl.json"
 # A rank's last line (torchrun's tee puts "[default0]:" before it).
 PLACED = re.compile(
-    r"rank (\d+) of (\d+) on (?:device (\d+) \()?([^):]*)\)?: finished, weights (\w+)$"
+    r"rank (\d+) of (\d+) on (?:device (\d+) \()?([^):]*)\)?: finished, parameters (\w+)$"
 )
 
 

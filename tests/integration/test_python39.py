@@ -31,6 +31,7 @@ FRAMEWORK_FREE = (
     "test_record.py",
     "test_sharding.py",
     "test_layout.py",
+    "test_progress.py",
 )
 
 

@@ -116,12 +116,19 @@ def test_flags_given_are_known_apart_from_yaml(tmp_path: Path) -> None:
 
 
 def test_resume_auto_skip_layers_and_amp(tmp_path: Path) -> None:
-    path = write_config(tmp_path, "skip_layers: [classifier.4, fc3]\nresume: auto\namp: 'true'\n")
-    cfg = parse_config(["--config_path", str(path)])
+    text = "skip_layers: [classifier.4, fc3]\npretrained: w.pt\nresume: auto\namp: 'true'\n"
+    cfg = parse_config(["--config_path", str(write_config(tmp_path, text))])
     assert (cfg.resume, cfg.skip_layers, cfg.amp) == ("auto", ("classifier.4", "fc3"), "true")
-    flagged = parse_config(["--config_path", str(path), "--resume", "x.pt", "--skip_layers", "a,b"])
+    argv = ["--config_path", str(tmp_path / "config.yaml"), "--resume", "x.pt"]
+    flagged = parse_config([*argv, "--skip_layers", "a,b"])
     assert (flagged.resume, flagged.skip_layers) == (Path("x.pt"), ("a", "b"))
     assert flagged.hparams()["skip_layers"] == ["a", "b"]
+
+
+def test_skip_layers_without_pretrained_weights_is_refused(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "")
+    with pytest.raises(ConfigError, match="^--skip_layers applies to the weights --pretrained"):
+        parse_config(["--config_path", str(path), "--skip_layers", "fc3"])
 
 
 @pytest.mark.parametrize(("given", "target"), [("Ascend", "npu"), ("GPU", "cuda"), ("cpu", "cpu")])

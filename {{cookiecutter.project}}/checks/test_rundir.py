@@ -1,5 +1,5 @@
-"""One output directory, one run: what counts as another run's outputs, and the one line a
-new run gets there."""
+"""One output directory, one run: what counts as another run's outputs, the one line a new
+run gets there, and what a start that failed before its first epoch left, cleared."""
 
 from __future__ import annotations
 
@@ -9,18 +9,34 @@ from pathlib import Path
 import pytest
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.outputs.rundir import check_fresh, main, new_run_id, outputs_in
+from src.scaffold.outputs.rundir import check_fresh, new_run_id, outputs_in
+from src.scaffold.run.preflight import main
+
+EPOCH = '{"run": "r", "type": "train", "epoch": 1, "step": 5, "loss": 1.0}\n'
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["hparams.json", "metrics.jsonl", "artifacts.json", "latest.json", "resnet_epoch3.ckpt"],
+    ("name", "text"),
+    [("metrics.jsonl", EPOCH), ("latest.json", "{}"), ("resnet_epoch3.ckpt", "w")],
 )
-def test_each_output_of_a_run_counts(tmp_path: Path, name: str) -> None:
-    (tmp_path / name).write_text("{}")
+def test_each_output_of_a_run_counts(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text)
     assert outputs_in(tmp_path) == [name]
     with pytest.raises(ConfigError, match="continue it with --resume auto, or give another"):
         check_fresh(tmp_path, None)
+
+
+def test_what_a_failed_start_left_is_cleared(tmp_path: Path) -> None:
+    """A record and TensorBoard files, no checkpoint and no finished epoch: a start that
+    failed (a bad option, a crash in the model). The next run takes the directory."""
+    (tmp_path / "hparams.json").write_text('{"run_id": "x"}')
+    (tmp_path / "metrics.jsonl").write_text('{"run": "x", "type": "step", "step": 1}\n')
+    (tmp_path / "tensorboard").mkdir()
+    (tmp_path / "tensorboard" / "events.out.tfevents.1.host").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("mine")
+    said = check_fresh(tmp_path, None)
+    assert said is not None and "stopped before its first epoch" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def test_logs_notes_and_an_empty_tensorboard_do_not(tmp_path: Path) -> None:
@@ -49,9 +65,10 @@ def test_the_line_names_the_run_and_resume_continues_it(tmp_path: Path) -> None:
 
 
 def test_the_launchers_check_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
-    (tmp_path / "metrics.jsonl").write_text("")
+    (tmp_path / "metrics.jsonl").write_text(EPOCH)
     assert main(["--train_url", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give another --output" in err
     assert main(["--train_url", str(tmp_path), "--resume", "auto"]) == 0
     assert main(["--train_url", str(tmp_path / "new")]) == 0
 

@@ -92,10 +92,10 @@ def test_resume_continues_to_the_same_weights(smoke_run: Path, tmp_path: Path) -
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert run_train("--smoke", "--epoch_size", "2", "--train_url", str(whole)).returncode == 0
     assert_same_weights(checkpoint(broken, 2), checkpoint(whole, 2))
-    # Epoch 1's test line went: the test is scored once, after the last epoch.
+    # Each attempt's test line stays: the first attempt's after epoch 1, the second's.
     lines = [json.loads(line) for line in (broken / "metrics.jsonl").open()]
     assert [(line["type"], line["epoch"]) for line in lines] == [
-        *(("step", 1), ("train", 1), ("val", 1)),
+        *(("step", 1), ("train", 1), ("val", 1), ("test", 1)),
         *(("step", 2), ("train", 2), ("val", 2), ("test", 2)),
     ]
     assert len({line["run"] for line in lines}) == 1

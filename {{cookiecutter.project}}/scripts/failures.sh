@@ -40,3 +40,14 @@ aborted_after_training() {
         printf '; rank 0 was stopped before its outputs were complete; its log: %s' "$2"
     fi
 }
+
+# first_error LOG: ": <its first error line>" of a rank's log, for the launcher's own
+# message: train.py's one "error:" line, else the last line of a traceback; nothing when the
+# log holds neither.
+first_error() {
+    local line
+    line=$(grep -m1 '^error: ' "$1" 2>/dev/null) ||
+        line=$(awk '/^Traceback/ { tb = 1 } tb && /^[A-Za-z_.]+(Error|Exception|Interrupt)\b/ { print; exit }' "$1" 2>/dev/null) ||
+        true
+    if [[ -n $line ]]; then printf ': %s' "${line#error: }"; fi
+}

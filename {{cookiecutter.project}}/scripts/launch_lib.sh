@@ -10,6 +10,8 @@ launcher_name=${0##*/}
 # The defaults chosen when the project was generated.
 default_devices={{ cookiecutter.devices_per_node | shell_quote }}
 default_nodes={{ cookiecutter.nnodes | shell_quote }}
+# train.py's lines name the option a person gave: the launchers' --output, not --train_url.
+export TRAIN_OUTPUT_FLAG=--output
 
 # job_defaults PORT: the options every multi-process launcher shares, from the environment
 # (NPROC_PER_NODE, NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT, JOIN_TIMEOUT, DATA_DIR ...).
@@ -60,7 +62,7 @@ absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$
 
 # Before any rank starts or a log is written: train.py's options and the output, checked once.
 preflight() {
-    "$python" -m src.scaffold.outputs.rundir --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
+    TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
 }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.

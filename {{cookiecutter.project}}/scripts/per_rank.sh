@@ -65,7 +65,7 @@ run_ranks() {
             if [[ $status -eq 134 ]] && reason=$(aborted_after_training "${ranks[i]}" "${logs[i]}" "$first"); then
                 die "$reason" "${logs[i]}"
             fi
-            die "rank ${ranks[i]} exited with status $status; the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
+            die "rank ${ranks[i]} exited with status $status$(first_error "${logs[i]}"); the other ranks were stopped; its log: ${logs[i]}" "${logs[i]}"
         done
         sleep 0.5
     done

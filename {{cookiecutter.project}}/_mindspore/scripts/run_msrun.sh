@@ -99,4 +99,4 @@ failed=$(grep -l -E '^error: |Traceback' "$log_dir"/worker_*.log 2>/dev/null | h
 [[ -n $failed ]] || joined || job_status=124
 if [[ -z $failed ]]; then job_failed "msrun exited with status $job_status; see $log_dir/msrun.log" "$log_dir/msrun.log"; fi
 rank=${failed##*worker_}
-job_failed "rank ${rank%.log} failed; msrun stopped the other workers of node $node_rank; its log: $failed" "$failed"
+job_failed "rank ${rank%.log} failed$(first_error "$failed"); msrun stopped the other workers of node $node_rank; its log: $failed" "$failed"

@@ -88,4 +88,4 @@ first_log=$(if [[ $node_rank -eq 0 ]]; then compgen -G "$log_dir/*/attempt_*/0/s
 if [[ $exitcode == -6 ]] && reason=$(aborted_after_training "$rank" "$rank_log" "$first_log"); then
     job_failed "$reason" "$rank_log"
 fi
-job_failed "rank $rank failed; torchrun stopped the other ranks of node $node_rank; its log: $rank_log" "$rank_log"
+job_failed "rank $rank failed$(first_error "$rank_log"); torchrun stopped the other ranks of node $node_rank; its log: $rank_log" "$rank_log"

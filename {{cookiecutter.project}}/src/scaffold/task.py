@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
+from src.scaffold.data.formats import claim
 from src.scaffold.data.readers import BUILTIN, Reader, augment
 from src.scaffold.errors import ConfigError
 
@@ -42,19 +43,17 @@ class ModelSpec:
     where: str
 
 
-def _where(obj: Any) -> str:
-    try:
-        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
-    except (OSError, TypeError):
-        return getattr(obj, "__qualname__", repr(obj))
+# The models' names and where each is defined.
+MODEL_NAMES: dict[str, str] = {}
 
 
 def model(name: str, input_shape: tuple[int, ...], head: str = "") -> Callable:
     """Mark a model function as the model ``name`` (config.yaml's model); train.py's Task
-    finds it in src/model.py."""
+    finds it in src/model.py. A name already taken is refused when it is marked."""
 
     def mark(build: Callable[[DataShape], Any]) -> Callable[[DataShape], Any]:
-        build.model_spec = ModelSpec(name, build, tuple(input_shape), head, _where(build))  # type: ignore[attr-defined]
+        where = claim("model", name, build, MODEL_NAMES)
+        build.model_spec = ModelSpec(name, build, tuple(input_shape), head, where)  # type: ignore[attr-defined]
         return build
 
     return mark
@@ -112,34 +111,24 @@ class Task:
         cls, model: ModuleType, data: ModuleType, step: ModuleType, monitor: Monitor
     ) -> Task:
         """The Task of your src/model.py, src/data.py and src/step.py."""
-        models: dict[str, ModelSpec] = {}
-        for value in vars(model).values():
-            spec = getattr(value, "model_spec", None)
-            if isinstance(spec, ModelSpec) and spec.build is value:
-                if spec.name in models and models[spec.name].where != spec.where:
-                    raise ConfigError(
-                        f"two models are called {spec.name!r}: {models[spec.name].where} and "
-                        f"{spec.where}; rename one"
-                    )
-                models[spec.name] = spec
+        # @model and @reader refused a second place for a name when they marked it.
+        models = {
+            spec.name: spec
+            for value in vars(model).values()
+            if isinstance(spec := getattr(value, "model_spec", None), ModelSpec)
+            and spec.build is value
+        }
         if not models:
             raise ConfigError(f"{model.__file__} defines no model: mark one with @model(...)")
         readers = dict(BUILTIN)
-        for value in vars(data).values():
-            if (
-                inspect.isclass(value)
-                and issubclass(value, Reader)
-                and value.__module__ == data.__name__
-            ):
-                name = getattr(value, "name", None)
-                if not name:
-                    continue
-                if name in readers and readers[name] is not value:
-                    raise ConfigError(
-                        f"two readers are called {name!r}: {_where(readers[name])} and "
-                        f"{_where(value)}; rename one"
-                    )
-                readers[name] = value
+        readers.update(
+            (value.name, value)
+            for value in vars(data).values()
+            if inspect.isclass(value)
+            and issubclass(value, Reader)
+            and value.__module__ == data.__name__
+            and getattr(value, "name", None)
+        )
         missing = [name for name in STEP_FUNCTIONS if not callable(getattr(step, name, None))]
         if missing:
             raise ConfigError(f"{step.__file__} lacks {', '.join(missing)}: see its docstring")

@@ -111,12 +111,18 @@ class Backend(Protocol):
         """The mean of each metric the Task's step returns, on the "val" or "test" split."""
         ...
 
-    def save(self, path: Path, meta: dict[str, int]) -> None:
-        """Write model and optimizer state with meta (epoch, seed), atomically."""
+    def save(self, path: Path, meta: dict[str, Any]) -> None:
+        """Write model and optimizer state with meta (epoch, seed; model_name, classes, data
+        shape and normalisation), atomically."""
         ...
 
     def restore(self, path: Path) -> dict[str, int]:
         """Load what save wrote; return its meta. CheckpointError if it does not fit."""
+        ...
+
+    def read_meta(self, path: Path) -> dict[str, Any]:
+        """What save wrote besides the weights: epoch, seed, model_name, classes, data_shape,
+        data_mean, data_std (those it holds)."""
         ...
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
@@ -124,7 +130,8 @@ class Backend(Protocol):
         ...
 
     def weights_digest(self) -> str:
-        """A short hash of the model's weights: equal on every rank of a healthy job."""
+        """A short hash of the model's parameters: equal on every rank of a healthy job (not
+        its buffers: BatchNorm's running statistics come from each rank's own batches)."""
         ...
 
     def close(self) -> None:

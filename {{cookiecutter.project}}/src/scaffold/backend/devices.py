@@ -31,3 +31,8 @@ def unseen(found: str, checked: str) -> str | None:
         f"({', '.join(nodes) or 'none'}); training on the {found.upper()}. Give the container "
         "its devices (README: Run the image) or pass --device_target cpu"
     )
+
+
+def accelerator_nodes() -> list[str]:
+    """The GPU and NPU device nodes this host or container has (none: the CPU only)."""
+    return sorted(node for pattern in NODES.values() for node in glob.glob(pattern))

@@ -71,7 +71,13 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(word.strip() for word in text.split(",") if word.strip())
 
 
+AUTO = "auto"
+
+
 def location(text: str) -> Path | str:
+    """A directory, an obs:// URL, or auto: where the platform puts it, if this is one."""
+    if text.strip().lower() == AUTO:
+        return AUTO
     # A URL stays a string: Path("obs://b/d") would collapse it to "obs:/b/d".
     return text if "://" in text else Path(text)
 

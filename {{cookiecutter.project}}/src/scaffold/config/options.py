@@ -49,10 +49,10 @@ class Config:
     """The options of one training run. A location is a local Path or an obs:// URL (str)."""
 
     data_url: Path | str = option(
-        Path("data"), location, "dataset directory or obs:// URL (the platform's input path)"
+        "auto", location, "dataset directory, obs:// URL, or auto (the platform's, else ./data)"
     )
     train_url: Path | str = option(
-        Path("output"), location, "output directory or obs:// URL: checkpoints and run record"
+        "auto", location, "output directory, obs:// URL, or auto (the platform's, else ./output)"
     )
     dataset_name: str | None = option(
         None, str, "the dataset under data_url to read, when it holds several"

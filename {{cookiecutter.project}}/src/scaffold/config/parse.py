@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # The flags besides the options' (argparse adds --help): a typo is compared with them too.
-OTHER_FLAGS = ("config_path", "smoke", "strict", "no_tensorboard", "help")
+OTHER_FLAGS = ("config_path", "smoke", "strict", "no_tensorboard", "debug", "help")
 
 
 def _known_flags(options: dict[str, Option]) -> dict[str, str]:
@@ -51,6 +51,7 @@ def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
     for flag, text in (
         ("--smoke", "a few steps on synthetic data, to check a setup"),
         ("--strict", "stop (exit 2) when the start-up host check fails (driver, devices)"),
+        ("--debug", "an error's whole traceback instead of its one line"),
     ):
         parser.add_argument(flag, action="store_true", default=None, help=text)
     parser.add_argument(
@@ -118,11 +119,16 @@ def parse_config(argv: Sequence[str] | None = None, config_class: type[Config] =
     ignored = platform_arguments(extras, _known_flags(options))
     config_path = args.config_path or DEFAULT_CONFIG
     values = _read_yaml(config_path, options)
-    flags = {key: v for key, v in vars(args).items() if v is not None}
+    flags = {key: v for key, v in vars(args).items() if v is not None and key != "debug"}
     values.update(flags)
     values["given"] = tuple(flags)
     values["config_path"] = config_path
     if args.smoke and args.epoch_size is None:
         # A smoke run checks the plumbing: one epoch unless asked for more.
         values["epoch_size"] = 1
+    if values.get("skip_layers") and not values.get("pretrained"):
+        raise ConfigError(
+            "--skip_layers applies to the weights --pretrained loads: give --pretrained too, "
+            "or leave skip_layers empty"
+        )
     return replace(config_class(), **values, ignored_args=ignored)

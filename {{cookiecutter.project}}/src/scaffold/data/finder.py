@@ -13,6 +13,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
+
 from src.scaffold.config import Config
 from src.scaffold.data.formats import SPLITS
 from src.scaffold.data.readers import Readers, detect, looked_for
@@ -194,9 +196,17 @@ def load(cfg: Config, readers: Readers) -> tuple[str, dict[str, Split]]:
 def num_classes(found: dict[str, Split], configured: int | None) -> int:
     """The classes the model predicts: the data's (named classes, else the largest label
     + 1), or num_classes from the config when it is set (it may only be larger)."""
-    if found["train"].numeric:
+    train = found["train"]
+    if train.numeric:
         return configured or 1  # the model predicts one value (or as many as asked)
-    names = found["train"].classes
+    names = train.classes
+    present = np.unique(train.labels)
+    if len(present) < 2:
+        only = names[int(present[0])] if names and len(present) else "one label"
+        raise DatasetError(
+            f"the training data holds one class ({only}): a classifier needs two or more "
+            "(a number to predict instead: data: labels: values)"
+        )
     labels = max(int(split.labels.max()) for split in found.values() if len(split))
     counted = max(len(names), labels + 1)
     if configured is None:

@@ -1,11 +1,14 @@
-"""What a reader is: the Reader base class, @reader, and where a dataset's splits lie."""
+"""What a reader is: the Reader base class, @reader, and where a dataset's splits lie; and
+names claimed once (a reader's by @reader, a model's by @model), with their places."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from src.scaffold.data.splits import Split
+from src.scaffold.errors import ConfigError
 
 SPLITS = ("train", "val", "test")
 
@@ -30,10 +33,40 @@ class Reader:
         raise NotImplementedError
 
 
+def place(obj: Any) -> str:
+    """Where ``obj`` is defined, as file:line from the project's src/ on."""
+    try:
+        path = Path(inspect.getsourcefile(obj) or "?").as_posix()
+        line = inspect.getsourcelines(obj)[1]
+    except (OSError, TypeError):
+        return getattr(obj, "__qualname__", repr(obj))
+    if "/src/" in path:
+        path = "src/" + path.rsplit("/src/", 1)[1]
+    return f"{path}:{line}"
+
+
+def claim(kind: str, name: str, obj: Any, claimed: dict[str, str]) -> str:
+    """Record that ``obj`` is the ``kind`` called ``name`` and return its place; a second
+    place claiming the name is refused with one line naming both (the same place again, a
+    module imported twice, is not a second claim)."""
+    where = place(obj)
+    if claimed.setdefault(name, where) != where:
+        raise ConfigError(
+            f"two {kind}s are called {name!r}: {claimed[name]} and {where}; rename one"
+        )
+    return where
+
+
+# The readers' names and where each is defined: built-in ones, then yours.
+READER_NAMES: dict[str, str] = {}
+
+
 def reader(name: str):
-    """Mark a Reader subclass as the format ``name`` (the value of data.format)."""
+    """Mark a Reader subclass as the format ``name`` (the value of data.format); a name
+    already taken (a built-in one, or another of yours) is refused when it is marked."""
 
     def mark(cls: type) -> type:
+        claim("reader", name, cls, READER_NAMES)
         cls.name = name
         return cls
 

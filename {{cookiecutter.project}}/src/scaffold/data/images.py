@@ -104,11 +104,15 @@ class ImageDecoder:
     def __call__(self, path: Path) -> np.ndarray:
         from PIL import Image
 
-        with Image.open(path) as image:
-            image = image.convert(self.mode)
-            if self.size is not None and image.size != self.size:
-                image = image.resize(self.size, Image.BILINEAR)
-            pixels = np.asarray(image)
+        try:
+            with Image.open(path) as image:
+                image = image.convert(self.mode)
+                if self.size is not None and image.size != self.size:
+                    image = image.resize(self.size, Image.BILINEAR)
+                pixels = np.asarray(image)
+        except (OSError, SyntaxError, ValueError) as err:
+            # A truncated or damaged file: its header read, its pixels not.
+            raise DatasetError(f"{path} cannot be read as an image: {err}") from err
         if pixels.ndim == 2:
             return pixels[None]
         return np.ascontiguousarray(pixels.transpose(2, 0, 1))

@@ -102,7 +102,18 @@ class DataInfo:
             "data_in_memory": self.in_memory,
             "data_mean": [round(m, 6) for m in self.mean],
             "data_std": [round(s, 6) for s in self.std],
+            "classes": list(self.classes),
             **self.extra,
+        }
+
+    def checkpoint_meta(self) -> dict[str, Any]:
+        """What a checkpoint carries of the data, so that it can be used without the run:
+        the class names in output order, the input shape and the normalisation."""
+        return {
+            "classes": list(self.classes),
+            "data_shape": list(self.shape),
+            "data_mean": list(self.mean),
+            "data_std": list(self.std),
         }
 
 

@@ -4,6 +4,7 @@ values are classes or (data.labels: values) numbers to predict."""
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +61,16 @@ class CsvReader(Reader):
 def _targets(path: Path, column: str, labels: list[str]) -> np.ndarray:
     """A numeric target column as float32 (data.labels: values); one line for a cell that
     is not a number."""
-    try:
-        return np.asarray([float(v) for v in labels], dtype=np.float32)
-    except ValueError:
-        bad = next(v for v in labels if not _number(v))
+    bad = next((v for v in labels if not _finite(v)), None)
+    if bad is not None:
         raise DatasetError(
-            f"{path}: column {column!r} holds {bad!r}, not a number (data.labels: values)"
-        ) from None
+            f"{path}: column {column!r} holds {bad!r}, not a finite number (data.labels: values)"
+        )
+    return np.asarray([float(v) for v in labels], dtype=np.float32)
+
+
+def _finite(text: str) -> bool:
+    return _number(text) and math.isfinite(float(text))
 
 
 def _label_key(value: str) -> tuple[int, float, str]:
@@ -107,6 +111,12 @@ def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str]]:
                 raise DatasetError(
                     f"{path} line {line}, column {header[bad]!r}: {row[bad]!r} is not a number"
                 ) from None
+            if not all(math.isfinite(v) for v in features[-1]):
+                bad = next(i for i, v in enumerate(row) if i != target and not _finite(v))
+                raise DatasetError(
+                    f"{path} line {line}, column {header[bad]!r}: {row[bad]!r} is not a finite "
+                    "number (fill or drop the row)"
+                )
     if not labels:
         raise DatasetError(f"{path} has a header but no rows")
     return np.asarray(features, dtype=np.float32), labels

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.outputs.tensorboard import EventWriter
+from src.scaffold.outputs.tensorboard import EventWriter, truncate
 
 HPARAMS = "hparams.json"
 METRICS = "metrics.jsonl"
@@ -75,6 +75,8 @@ class RunRecord:
         self.events: EventWriter | None = None
         self.tracker = tracker
         self._last_step = 0
+        # The options of earlier attempts of a resumed run, oldest first.
+        self._attempts: list[dict[str, Any]] = []
         self._lines: TextIO | None = None
         if not enabled:
             return
@@ -87,34 +89,48 @@ class RunRecord:
         if resumed_after is not None:
             self._rewind(resumed_after)
         if tensorboard is not None:
+            if resumed_after is not None:
+                truncate(tensorboard, self._last_step)
             self.events = EventWriter(tensorboard)
-            if resumed_after:
-                self.events.restart(self._last_step)
 
     def _rewind(self, epoch: int) -> None:
-        """Keep what the interrupted attempt logged up to ``epoch``, and the artifacts that
-        are still there; the test is scored again at the end."""
+        """Keep what earlier attempts logged up to ``epoch`` and every test they scored (a
+        finished run continued for more epochs keeps its first test), and the artifacts
+        that are still there."""
         metrics = self.output_dir / METRICS
         if metrics.is_file():
             lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines()]
-            kept = [line for line in lines if line["epoch"] <= epoch and line["type"] != "test"]
-            self._last_step = max([line["step"] for line in kept], default=0)
+            kept = [line for line in lines if line["epoch"] <= epoch or line["type"] == "test"]
+            trained = [line["step"] for line in kept if line["type"] != "test"]
+            self._last_step = max(trained, default=0)
             tmp = metrics.with_name(f".{METRICS}.tmp")
             tmp.write_text("".join(json.dumps(line) + "\n" for line in kept), encoding="utf-8")
             os.replace(tmp, metrics)
+        try:
+            earlier = json.loads((self.output_dir / HPARAMS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            earlier = None
+        if isinstance(earlier, dict):
+            attempts = earlier.pop("attempts", None)
+            self._attempts = attempts if isinstance(attempts, list) else [earlier]
         artifacts = self.output_dir / ARTIFACTS
         if artifacts.is_file():
             listed = json.loads(artifacts.read_text(encoding="utf-8"))
             self._artifacts = [a for a in listed if (self.output_dir / a["path"]).is_file()]
 
     def log_hparams(self, hparams: Mapping[str, object]) -> None:
-        """Write the hyperparameters (JSON values; paths and the like as strings)."""
+        """Write the hyperparameters (JSON values; paths and the like as strings). A resumed
+        run keeps every attempt's under "attempts", the first one's included; the latest
+        are also at the top."""
         if not self.enabled:
             return
-        values = {"run_id": self.run_id, **hparams}
+        values: dict[str, Any] = {"run_id": self.run_id, **hparams}
+        if self._attempts:
+            values["attempts"] = [*self._attempts, dict(values)]
         _write_json(self.output_dir / HPARAMS, values)
         if self.events is not None:
-            self.events.text(0, "hparams", _markdown(values))
+            # At the attempt's first step: each attempt's options once, none replaced.
+            self.events.text(self._last_step, "hparams", _markdown(values))
         if self.tracker is not None:
             self.tracker.params(values)
 

@@ -7,27 +7,31 @@ saying how to continue that run (--resume auto) or where else to go. So retentio
 latest.json, artifacts.json and metrics.jsonl only ever describe one run, and a platform
 that restarts the same job with --resume auto picks it up again.
 
-Also: ``python -m src.scaffold.outputs.rundir TRAIN_ARGS...``, run by the multi-process launchers
-before they start any rank or write a log: the same options parsed and the same check.
+The multi-process launchers make the same check before any rank starts (run/preflight.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
-import sys
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from src.scaffold.errors import ConfigError, TrainError
+from src.scaffold.errors import ConfigError
 from src.scaffold.outputs.checkpoints import MARK, POINTER, read_pointer
 
 RECORD = ("hparams.json", "metrics.jsonl", "artifacts.json", POINTER)
 # Either framework's checkpoints: lenet_epoch7.pt, resnet_epoch3.ckpt.
 CHECKPOINT = re.compile(rf"[A-Za-z0-9_.-]+{MARK}\d+\.(pt|ckpt)")
 TENSORBOARD = "tensorboard"
+# metrics.jsonl rows that only a finished epoch writes.
+EPOCH_ROWS = ("train", "val", "test")
+# The output option of the command a person ran: the launch scripts set it to --output.
+OUTPUT_FLAG_ENV = "TRAIN_OUTPUT_FLAG"
 
 
 def new_run_id() -> str:
@@ -68,42 +72,66 @@ def describe(directory: Path, found: list[str]) -> str:
     return f"{' '.join(parts)} ({shown})"
 
 
-def check_fresh(directory: Path, resume: Any, flag: str = "--train_url") -> None:
+def failed_start(directory: Path, found: list[str]) -> bool:
+    """Whether ``found`` are what a start that failed before its first epoch left: a record
+    and TensorBoard files, but no checkpoint, no latest.json and no epoch in metrics.jsonl."""
+    if POINTER in found or any(CHECKPOINT.fullmatch(name) for name in found):
+        return False
+    try:
+        lines = (directory / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return not any(f'"type": "{kind}"' in line for line in lines for kind in EPOCH_ROWS)
+
+
+def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | None:
     """Raise ConfigError when a run that would start afresh in ``directory`` finds another
     run's outputs there. --resume auto continues that run; --resume PATH continues the run
-    whose checkpoint PATH is when PATH is in ``directory``."""
+    whose checkpoint PATH is when PATH is in ``directory``. What a failed start left is
+    cleared instead, and the line saying so returned."""
     if resume == "auto":
-        return
+        return None
     if resume is not None and Path(resume).resolve().parent == directory.resolve():
-        return
+        return None
     found = outputs_in(directory)
-    if found:
-        raise refusal(f"{directory} holds {describe(directory, found)}", flag)
+    if not found:
+        return None
+    if failed_start(directory, found):
+        for name in found:
+            path = directory / name.rstrip("/")
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        return (
+            f"{directory} held a start that stopped before its first epoch "
+            f"({', '.join(found)}): cleared, starting afresh"
+        )
+    raise refusal(f"{directory} holds {describe(directory, found)}", flag)
 
 
-def refusal(held: str, flag: str = "--train_url") -> ConfigError:
-    """The one line a new run gets where ``held`` says another run is."""
+def check_writable(directory: Path, flag: str | None = None) -> None:
+    """Make sure files can be written in ``directory`` (or, while it does not exist, in
+    the nearest folder above it, where it will be made): one line naming it and why not,
+    before anything is written."""
+    flag = flag or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
+    existing = Path(directory).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        probe = existing / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(
+            f"cannot write to the output directory {directory}: {err.strerror}; give another {flag}"
+        ) from err
+
+
+def refusal(held: str, flag: str | None = None) -> ConfigError:
+    """The one line a new run gets where ``held`` says another run is; ``flag`` names the
+    output option of the command that was used (the launch scripts say so in OUTPUT_FLAG_ENV)."""
+    flag = flag or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
     return ConfigError(
         f"{held}: continue it with --resume auto, or give another {flag} "
         "(a new run never overwrites another's outputs)"
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The launchers' check before any rank starts: exit 2 with one line, as train.py would."""
-    from src.scaffold.backend import ProjectConfig
-    from src.scaffold.config import parse_config
-    from src.scaffold.storage.obs import is_url
-
-    try:
-        cfg = parse_config(argv, ProjectConfig)
-        if not is_url(cfg.train_url):
-            check_fresh(Path(cfg.train_url), cfg.resume, "--output")
-    except TrainError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -96,7 +96,61 @@ class EventWriter:
     def close(self) -> None:
         self.stream.close()
 
-    def restart(self, step: int) -> None:
-        """Mark a resumed run: TensorBoard drops the points after ``step`` that the earlier
-        attempt wrote (SessionLog START), so each step is shown once."""
-        self._write(_event(step, _field(6, _varint(1 << 3 | 0) + _varint(1))))
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if not byte & 0x80:
+            return value, at
+
+
+def _step_of(event: bytes) -> int:
+    """An Event message's step (field 2), 0 when it has none (the file_version event)."""
+    at = 0
+    while at < len(event):
+        key, at = _read_varint(event, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _read_varint(event, at)
+            if number == 2:
+                return value
+        elif wire == 1:
+            at += 8
+        elif wire == 5:
+            at += 4
+        else:
+            length, at = _read_varint(event, at)
+            at += length
+    return 0
+
+
+def _records(data: bytes) -> list[bytes]:
+    """The whole records of an event file (a last one cut short by a kill is left out)."""
+    records, at = [], 0
+    while at + 12 <= len(data):
+        (length,) = struct.unpack("<Q", data[at : at + 8])
+        end = at + 12 + length + 4
+        if end > len(data):
+            break
+        records.append(data[at + 12 : end - 4])
+        at = end
+    return records
+
+
+def truncate(directory: Path, step: int) -> None:
+    """Drop what earlier attempts wrote after ``step`` (a resumed run's checkpoint) from the
+    event files in ``directory``, so that each step is shown once after a resume."""
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("events.out.tfevents.*")):
+        kept = [r for r in _records(path.read_bytes()) if _step_of(r) <= step]
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("wb") as stream:
+            for record in kept:
+                length = struct.pack("<Q", len(record))
+                stream.write(length + struct.pack("<I", _masked_crc(length)) + record)
+                stream.write(struct.pack("<I", _masked_crc(record)))
+        os.replace(tmp, path)

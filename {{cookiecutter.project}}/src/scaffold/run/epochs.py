@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from src.scaffold.backend.api import Backend, BatchPlan
 from src.scaffold.outputs.checkpoints import Retention, name
 from src.scaffold.outputs.record import RunRecord
+from src.scaffold.run import guards
 from src.scaffold.run.progress import Progress
 from src.scaffold.storage.uploads import Uploader
 from src.scaffold.task import Task
 
 log = logging.getLogger(__name__)
+# An epoch's train loss this many times the first epoch's is reported as diverging.
+GROWTH = 10
 
 
 class EpochEnd:
@@ -34,11 +37,17 @@ class EpochEnd:
         uploader: Uploader | None,
         epoch_size: int,
         progress: Progress | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self.backend, self.task, self.plan, self.record = backend, task, plan, record
+        # What every checkpoint carries besides the weights: the model, classes, shape,
+        # normalisation (a checkpoint is usable without the run that made it).
+        self.meta = meta or {}
         self.retention, self.uploader = retention, uploader
         self.epoch_size, self.progress = epoch_size, progress
         self.seconds: list[float] = []
+        self.first_loss: float | None = None
+        self.warned = False
         self.lr: Callable[[], float] = lambda: float("nan")
 
     @property
@@ -57,15 +66,19 @@ class EpochEnd:
         if progress.due(step):
             epoch = -(-step // max(self.plan.steps_per_epoch, 1))
             values = {"loss": loss(), "lr": lr()}
+            guards.check_loss(values["loss"], epoch, step, values["lr"])
             shown = f"{epoch}/{self.epoch_size}"
             values["samples_per_s"] = progress.report(step, shown, values["loss"], values["lr"])
             self.record.log("step", values, step, epoch)
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         self.seconds.append(seconds)
+        step = self.plan.steps_done(epoch)
+        # Every rank: the mean over the ranks is the same number everywhere.
+        guards.check_loss(train_loss, epoch, step, self.lr())
         if self.backend.rank != 0:
             return
-        step = self.plan.steps_done(epoch)
+        self._watch_growth(epoch, train_loss)
         steps = step - self.plan.steps_done(epoch - 1)
         throughput = steps * self.global_batch / max(seconds, 1e-9)
         done = {"loss": train_loss, "lr": self.lr(), "samples_per_s": throughput}
@@ -81,9 +94,22 @@ class EpochEnd:
         if self.uploader is not None:
             self.uploader.sync()
 
+    def _watch_growth(self, epoch: int, train_loss: float) -> None:
+        """One WARNING when an epoch's train loss is GROWTH times the first's: a learning
+        rate too high diverges through finite numbers before it reaches nan."""
+        if self.first_loss is None:
+            self.first_loss = train_loss
+        elif not self.warned and train_loss > GROWTH * max(self.first_loss, 1e-12):
+            self.warned = True
+            log.warning(
+                "the train loss of epoch %d (%.4g) is over %dx the first epoch's (%.4g): "
+                "training diverges; try a lower --lr (now %.3g)",
+                *(epoch, train_loss, GROWTH, self.first_loss, self.lr()),
+            )
+
     def _checkpoint(self, epoch: int, score: float) -> None:
         path = self.retention.directory / name(epoch, self.backend.suffix, self.retention.model)
-        self.backend.save(path, {"epoch": epoch, "seed": self.plan.seed})
+        self.backend.save(path, {"epoch": epoch, "seed": self.plan.seed, **self.meta})
         self.record.add_artifact(path)
         for dropped in self.retention.saved(epoch, score):
             self.record.remove_artifact(Path(dropped))

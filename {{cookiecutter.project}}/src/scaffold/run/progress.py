@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any, Iterator
 
+# A progress line at least this often, whatever log_every says.
+QUIET_S = 30.0
 log = logging.getLogger("train")
 
 
@@ -39,8 +41,12 @@ class Progress:
         self.bar = _bar(total, done) if bar else None
 
     def due(self, step: int) -> bool:
-        """Whether step ``step`` (1-based, of the whole run) is one to report."""
-        return step % self.every == 0 or step == self.total
+        """Whether step ``step`` (1-based, of the whole run) is one to report: every
+        log_every steps, the last, and any step QUIET_S seconds after the last report (a
+        slow epoch is never silent for long)."""
+        if step % self.every == 0 or step == self.total:
+            return True
+        return time.perf_counter() - self.last_time >= QUIET_S
 
     def tick(self, step: int) -> None:
         if self.bar is not None:

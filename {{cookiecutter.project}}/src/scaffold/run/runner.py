@@ -26,6 +26,7 @@ from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.outputs import checkpoints, pretrained, rundir
 from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
+from src.scaffold.run import guards
 from src.scaffold.run.epochs import EpochEnd
 from src.scaffold.run.hostline import host_line
 from src.scaffold.run.progress import Progress
@@ -39,6 +40,10 @@ log = logging.getLogger("train")
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 # What each rank of a multi-rank run says on stderr once its part is done (scripts/launch_lib.sh).
 FINISHED = "training finished"
+# The flag that shows the whole traceback of an error instead of its one line.
+DEBUG = "--debug"
+# The frameworks a project imports: without them, one line says which Python lacks them.
+FRAMEWORKS = ("torch", "torch_npu", "mindspore")
 
 
 @contextmanager
@@ -106,7 +111,10 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
 
 def _check_fresh(cfg: Config, where: storage.Storage) -> None:
     """Stop a new run whose output directory, here or on the platform, holds another run."""
-    rundir.check_fresh(Path(cfg.train_url), cfg.resume)
+    cleared = rundir.check_fresh(Path(cfg.train_url), cfg.resume)
+    if cleared:
+        log.info("%s", cleared)
+    rundir.check_writable(Path(cfg.train_url))
     remote = where.remote
     if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
         raise rundir.refusal(f"{remote.where} holds another run's outputs")
@@ -151,8 +159,9 @@ def _train(
         record.finish(failed=True)
         raise
     record.finish(failed=False)
-    # Every rank's last word: ranks that trained as one hold the same weights.
-    print(f"{backend.placement}: finished, weights {backend.weights_digest()}", flush=True)
+    # Every rank's last word: ranks that trained as one hold the same parameters (buffers,
+    # such as BatchNorm's running statistics, are each rank's own and may differ).
+    print(f"{backend.placement}: finished, parameters {backend.weights_digest()}", flush=True)
 
 
 def _epochs(
@@ -181,7 +190,10 @@ def _epochs(
     if backend.rank == 0:
         bar = sys.stdout.isatty()
         progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
-    hook = EpochEnd(backend, task, plan, record, retention, uploader, cfg.epoch_size, progress)
+    meta = {"model_name": task.model(cfg.model).name, **splits.info.checkpoint_meta()}
+    hook = EpochEnd(
+        backend, task, plan, record, retention, uploader, cfg.epoch_size, progress, meta
+    )
     log.info(
         "training on %d x %s: %d samples, %d held out for validation, %d for the test",
         *(backend.world_size, backend.device, *sizes.values()),
@@ -265,14 +277,36 @@ def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> N
 
 
 def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
-    """Call ``train(argv)``: a mistake in the input is one line on stderr and exit status 2;
-    a stop signal exits 128 + its number once the outputs are saved."""
+    """Call ``train(argv)``: a mistake in the input, or an error raised in your files, is one
+    line on stderr and exit status 2 (--debug: the whole traceback instead); a stop signal
+    exits 128 + its number once the outputs are saved."""
+    debug = DEBUG in argv
+    argv = [arg for arg in argv if arg != DEBUG]
     try:
         train(argv)
     except TrainError as err:
-        print(f"error: {err}", file=sys.stderr)
+        if debug:
+            raise
+        # A worker process's error arrives quoted in a longer message: its own line.
+        print(f"error: {guards.unquoted(err) or err}", file=sys.stderr)
         return 2
     except Stopped as err:
         print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
         return 128 + err.signum
+    except ModuleNotFoundError as err:
+        if debug or err.name not in FRAMEWORKS:
+            raise
+        print(
+            f"error: this Python ({sys.executable}) has no {err.name}: pip install -r "
+            "requirements.txt into it, or run the Python that has it (PYTHON=... for the "
+            "scripts)",
+            file=sys.stderr,
+        )
+        return 2
+    except Exception as err:
+        line = None if debug else guards.one_line(err)
+        if line is None:
+            raise
+        print(f"error: {line} (--debug shows the traceback)", file=sys.stderr)
+        return 2
     return 0

@@ -15,21 +15,29 @@ download or upload is retried as src/scaffold/storage/retry.py says.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from src.scaffold.config import Config
+from src.scaffold.config import DEFAULT_CONFIG, Config
+from src.scaffold.config.converters import AUTO
 from src.scaffold.errors import ConfigError
 from src.scaffold.storage import c2net, obs
 from src.scaffold.storage.once import Once
 from src.scaffold.storage.retry import Retry
 from src.scaffold.storage.uploads import C2netRemote, ObsRemote, Remote
 
+# OpenI's GPU jobs (cloudbrain one) mount the dataset and collect the outputs here.
+OPENI_DIRS = ("/dataset", "/model")
+# ModelArts' training containers set these; its jobs copy data to its node's /cache.
+MODELARTS_VARS = ("MA_CURRENT_IP", "MA_JOB_DIR", "MA_CURRENT_HOST_IP")
+MODELARTS_CACHE = Path("/cache")
 CACHE_ENV = "TRAIN_CACHE_DIR"
 TIMEOUT_ENV = "TRAIN_STAGE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 1800.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,12 +73,36 @@ def stage_timeout() -> float:
         ) from err
 
 
+def platform_defaults() -> tuple[Path, Path, str]:
+    """Where data_url and train_url auto point, and why: a platform's own directories where
+    its job is detected, else the project's ./data and ./output (a run off the platform
+    never writes outside the project unless asked)."""
+    if all(Path(name).is_dir() for name in OPENI_DIRS):
+        return Path(OPENI_DIRS[0]), Path(OPENI_DIRS[1]), "OpenI's /dataset and /model are here"
+    marks = [name for name in MODELARTS_VARS if os.environ.get(name)]
+    if marks:
+        return MODELARTS_CACHE / "data", MODELARTS_CACHE / "output", f"a ModelArts job ({marks[0]})"
+    project = DEFAULT_CONFIG.parent
+    return project / "data", project / "output", "no platform's directories here"
+
+
+def resolve(cfg: Config) -> Config:
+    """cfg with data_url and train_url auto made places (platform_defaults), said in a line."""
+    if AUTO not in (cfg.data_url, cfg.train_url):
+        return cfg
+    data, output, why = platform_defaults()
+    data = data if cfg.data_url == AUTO else cfg.data_url
+    output = output if cfg.train_url == AUTO else cfg.train_url
+    log.info("data from %s, outputs to %s (auto: %s)", data, output, why)
+    return replace(cfg, data_url=data, train_url=output)
+
+
 def prepare(cfg: Config) -> Storage:
     """Bring the dataset (and pretrained weights) onto this node, once per node, and decide
     where outputs are written and uploaded."""
     # Both read first: a bad retry setting stops the run before any copy.
     uploads, downloads = Retry.read("UPLOAD"), Retry.read("DOWNLOAD")
-    where = _c2net(cfg, downloads) if c2net.active() else _flags(cfg, downloads)
+    where = _c2net(cfg, downloads) if c2net.active() else _flags(resolve(cfg), downloads)
     return replace(where, uploads=uploads)
 
 
@@ -104,6 +136,10 @@ def _c2net(cfg: Config, downloads: Retry) -> Storage:
     )
     data = cfg.data_url if "data_url" in cfg.given or env.dataset is None else env.dataset
     output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output
+    if AUTO in (data, output):
+        # A C2Net job without the variables for one of them: as anywhere else.
+        fallback = resolve(replace(cfg, data_url=data, train_url=output))
+        data, output = fallback.data_url, fallback.train_url
     if obs.is_url(data) or obs.is_url(output):
         raise ConfigError(
             "in a C2Net job give --data_url and --train_url as local paths (or leave them out "

@@ -6,6 +6,7 @@ or a hand-written loop; both take their batches from src/scaffold/backend/loader
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from pathlib import Path
@@ -23,15 +24,20 @@ from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig, sink_on
 from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.splits import Splits
-from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained
+from src.scaffold.run import guards
 from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
 CHECKPOINT_SUFFIX = ".ckpt"
-# Checkpoint entries that are bookkeeping, not weights or optimizer state.
+# Samples the model is tried on before training.
+CHECK_SAMPLES = 4
+# Checkpoint entries that are bookkeeping, not weights or optimizer state: the numbers,
+# and what describes the model and the data (strings; lists as JSON).
 META = ("epoch", "seed")
+DATA_META = ("model_name", "classes", "data_shape", "data_mean", "data_std")
 # The optimizer's learning-rate parameter: from the config, never from a checkpoint.
 LR = "learning_rate"
 # What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
@@ -87,10 +93,7 @@ class MindSporeBackend:
         info = splits.info
         # Seeded again here: every rank builds the same initial weights, whatever ran before.
         ms.set_seed(self.cfg.seed)
-        try:
-            self.net = self.spec.build(DataShape(tuple(info.shape), info.num_classes))
-        except ValueError as err:
-            raise ConfigError(str(err)) from err
+        self.net = guards.build(self.spec, DataShape(tuple(info.shape), info.num_classes))
         if self.amp:
             # float16 compute; the loops then scale the loss dynamically and skip steps
             # whose gradients overflow.
@@ -101,6 +104,21 @@ class MindSporeBackend:
         self.optimizer = self.step.optimizer(self.net.trainable_params(), lr, self.cfg)
         self.lrs = self._lr_table()
         self.loader = Loader(splits, self.cfg, self.world_size, self.augment)
+        self._check_model(splits)
+
+    def _check_model(self, splits: Splits) -> None:
+        """A few samples through the model before training: outputs of another shape than
+        the data needs, or an error in the model, are one line now, not a traceback later."""
+        split = splits.val if len(splits.val) else splits.train
+        count = min(len(split), CHECK_SAMPLES)
+        inputs = self.loader.normalise(np.stack([split.load(i) for i in range(count)]))
+        training = self.net.training
+        self.net.set_train(False)
+        name = self.spec.name
+        outputs = guards.try_batch(name, lambda: self.net(ms.Tensor(inputs)), inputs.shape)
+        self.net.set_train(training)
+        info = splits.info
+        guards.check_outputs(name, outputs, count, info.num_classes, split.numeric)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         fit(self, first, last, plan, on_epoch_end)
@@ -135,7 +153,7 @@ class MindSporeBackend:
         self.net.set_train(training)
         return {name: total / max(count, 1) for name, total in sums.items()}
 
-    def save(self, path: Path, meta: dict[str, int]) -> None:
+    def save(self, path: Path, meta: dict[str, Any]) -> None:
         # The optimizer's parameters include the network's: one entry per name. The learning
         # rate is left out: config.yaml's schedule gives it, also to a resumed run.
         every = (*self.net.get_parameters(), *self.optimizer.get_parameters())
@@ -143,7 +161,9 @@ class MindSporeBackend:
         # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
         tmp = path.with_name(f".{path.stem}.tmp.ckpt")
         entries = [{"name": name, "data": p} for name, p in params.items()]
-        ms.save_checkpoint(entries, str(tmp), append_dict=dict(meta))
+        # append_dict takes numbers and strings: lists (classes, shape, mean) go as JSON.
+        append = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v for k, v in meta.items()}
+        ms.save_checkpoint(entries, str(tmp), append_dict=append)
         os.replace(tmp, path)
 
     def _read(self, path: Path, what: str) -> dict[str, Any]:
@@ -159,7 +179,11 @@ class MindSporeBackend:
         params = self._read(path, "--resume")
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
-            params.pop(LR, None)  # older checkpoints carry it
+            for key in (*DATA_META, LR):  # what describes the data; older ones carry LR
+                params.pop(key, None)
+            # The learning rate is the schedule's, never the checkpoint's: given as it is, so
+            # that MindSpore loads it without a warning that it was not in the file.
+            params.update({p.name: p for p in self.optimizer.get_parameters() if p.name == LR})
             missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
             missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
             missing = [name for name in missing if name != LR]
@@ -179,13 +203,15 @@ class MindSporeBackend:
         params = self._read(path, "--pretrained")
         # Every parameter of the net: BatchNorm's running statistics are weights here too.
         own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
-        shapes = {k: tuple(v.shape) for k, v in params.items()}
+        shapes = {k: tuple(v.shape) for k, v in params.items() if hasattr(v, "shape")}
         chosen = pretrained.select(path, own, shapes, skip)
         ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
 
     def weights_digest(self) -> str:
+        # Trainable parameters: what averaged gradients keep equal on every rank. BatchNorm's
+        # moving statistics are each rank's own, from its own batches.
         digest = hashlib.sha256()
-        for param in self.net.parameters_dict().values():
+        for param in self.net.trainable_params():
             digest.update(np.ascontiguousarray(param.asnumpy()).tobytes())
         return digest.hexdigest()[:16]
 
@@ -213,4 +239,16 @@ def create(cfg: MSConfig, task: Task) -> MindSporeBackend:
 def load_arrays(path: Path) -> dict[str, Any]:
     """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
     params = ms.load_checkpoint(str(path))
-    return {name: p.asnumpy() for name, p in params.items() if name not in META}
+    return {name: p.asnumpy() for name, p in params.items() if name not in (*META, *DATA_META)}
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, data_shape,
+    data_mean, data_std (a checkpoint from before they were kept has fewer)."""
+    params = ms.load_checkpoint(str(path))
+    meta: dict[str, Any] = {key: int(params[key].asnumpy()) for key in META if key in params}
+    for key in DATA_META:
+        value = params.get(key)
+        if isinstance(value, str):
+            meta[key] = json.loads(value) if value[:1] == "[" else value
+    return meta

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
@@ -23,13 +24,18 @@ from src.scaffold.backend.precision import choose
 from src.scaffold.config import Config
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.data.splits import Splits
-from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained
+from src.scaffold.run import guards
 from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
 CHECKPOINT_SUFFIX = ".pt"
+# What a checkpoint carries besides the model's and optimizer's state (read_meta).
+META = ("epoch", "seed", "model_name", "classes", "data_shape", "data_mean", "data_std")
+# Samples the model is tried on before training.
+CHECK_SAMPLES = 4
 # What torch.load and load_state_dict raise for a file that is not our checkpoint.
 LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
@@ -70,11 +76,7 @@ class TorchBackend:
     def _build(self, shape: DataShape) -> None:
         # The same seed on every rank gives the same initial weights everywhere.
         torch.manual_seed(self.cfg.seed)
-        try:
-            net = self.spec.build(shape)
-        except ValueError as err:
-            raise ConfigError(str(err)) from err
-        self.net = net.to(self.torch_device)
+        self.net = guards.build(self.spec, shape).to(self.torch_device)
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
         if self.channels_last:
             # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
@@ -93,6 +95,7 @@ class TorchBackend:
         info = splits.info
         self._build(DataShape(info.shape, info.num_classes))
         normalise = Normalise(info.mean, info.std, len(info.shape), self.torch_device)
+        self._check_model(splits, normalise)
         if info.in_memory:
             self.data = {
                 name: InMemory(getattr(splits, name), normalise, self.torch_device)
@@ -121,6 +124,25 @@ class TorchBackend:
             )
             for name in ("train", "val", "test")
         }
+
+    @torch.no_grad()
+    def _check_model(self, splits: Splits, normalise: Normalise) -> None:
+        """A few samples through the model before training: outputs of another shape than
+        the data needs, or an error in the model, are one line now, not a traceback later."""
+        split = splits.val if len(splits.val) else splits.train
+        count = min(len(split), CHECK_SAMPLES)
+        inputs = torch.from_numpy(np.stack([split.load(i) for i in range(count)]))
+        inputs = normalise(inputs.to(self.torch_device))
+        if self.channels_last:
+            inputs = inputs.contiguous(memory_format=torch.channels_last)
+        self.net.eval()
+        with self.precision.autocast():
+            outputs = guards.try_batch(
+                self.spec.name, lambda: self.net(inputs), tuple(inputs.shape)
+            )
+        self.net.train()
+        info = splits.info
+        guards.check_outputs(self.spec.name, outputs, count, info.num_classes, split.numeric)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -181,7 +203,7 @@ class TorchBackend:
             count += len(labels)
         return {key: value.item() / max(count, 1) for key, value in sums.items()}
 
-    def save(self, path: Path, meta: dict[str, int]) -> None:
+    def save(self, path: Path, meta: dict[str, Any]) -> None:
         state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
         if self.scaler is not None:
             state["scaler"] = self.scaler.state_dict()
@@ -230,8 +252,10 @@ class TorchBackend:
         self.net.load_state_dict(own)
 
     def weights_digest(self) -> str:
+        # Parameters: what DDP keeps equal on every rank. Buffers (BatchNorm's running
+        # statistics) are each rank's own, from its own batches.
         digest = hashlib.sha256()
-        for value in self.net.state_dict().values():
+        for value in self.net.parameters():
             digest.update(value.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]
 
@@ -251,3 +275,10 @@ def load_arrays(path: Path) -> dict[str, Any]:
     """The model weights a checkpoint holds, as numpy arrays (for tests and tools)."""
     state = torch.load(path, map_location="cpu", weights_only=True)
     return {name: tensor.numpy() for name, tensor in state["model"].items()}
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, data_shape,
+    data_mean, data_std (a checkpoint from before they were kept has fewer)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {key: state[key] for key in META if key in state}

@@ -1,0 +1,82 @@
+"""The launchers' check before any rank starts: ``python -m src.scaffold.run.preflight
+TRAIN_ARGS...`` makes sure this Python has what train.py imports, parses train.py's options
+and checks the output directory as a run would; one line and exit 2 otherwise, as train.py
+would. It notes a CPU-only run of more ranks (TRAIN_RANKS) than CPU cores, with the global
+batch. Its own imports wait until the check: the Python may lack them too."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+# The launcher's ranks on this node and nodes in the job.
+RANKS_ENV, NODES_ENV = "TRAIN_RANKS", "TRAIN_NODES"
+# What train.py imports besides the framework (requirements.txt installs them).
+NEEDED = ("numpy", "yaml")
+
+
+def _missing(framework: str) -> str | None:
+    """The first module train.py needs that this Python cannot import, if any."""
+    for name in (*NEEDED, framework):
+        if importlib.util.find_spec(name) is None:
+            return name
+    return None
+
+
+def check(argv: list[str]) -> list[str]:
+    """The notes a launch gets; raises TrainError for what stops it."""
+    from src.scaffold.backend import FRAMEWORK, ProjectConfig
+    from src.scaffold.backend.devices import accelerator_nodes
+    from src.scaffold.config import parse_config
+    from src.scaffold.data.sharding import cpu_count
+    from src.scaffold.outputs.rundir import check_fresh, check_writable
+    from src.scaffold.storage.obs import is_url
+    from src.scaffold.storage.where import resolve
+
+    cfg = resolve(parse_config(argv, ProjectConfig))
+    notes = []
+    if not is_url(cfg.train_url):
+        cleared = check_fresh(cfg.train_url, cfg.resume, "--output")
+        if cleared:
+            notes.append(cleared)
+        check_writable(cfg.train_url, "--output")
+    ranks, nodes = (int(os.environ.get(name) or 1) for name in (RANKS_ENV, NODES_ENV))
+    cores = cpu_count()
+    if ranks > cores and not accelerator_nodes() and cfg.device_target in ("auto", "cpu"):
+        total = ranks * nodes
+        notes.append(
+            f"note: {ranks} ranks on {cores} CPU cores and no GPU or NPU here: each step "
+            f"trains a global batch of {total} x {cfg.batch_size} = {total * cfg.batch_size} "
+            f"samples, and the ranks share the cores; --nproc {cores} (or scripts/run_1p.sh) "
+            f"trains faster here ({FRAMEWORK} on the CPU)"
+        )
+    return notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    from src.scaffold.backend import FRAMEWORK  # the package alone: no options, no yaml
+
+    missing = _missing(FRAMEWORK)
+    if missing is not None:
+        print(
+            f"error: this Python ({sys.executable}) has no {missing}, which train.py imports: "
+            "pip install -r requirements.txt into it, or name the Python that has it with "
+            "PYTHON=...",
+            file=sys.stderr,
+        )
+        return 2
+    from src.scaffold.errors import TrainError
+
+    try:
+        notes = check(sys.argv[1:] if argv is None else argv)
+    except TrainError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(note, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

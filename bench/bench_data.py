@@ -147,10 +147,11 @@ def training_files(train_dir: Path) -> tuple[list[Path], list[int]]:
 
 def project_model(name: str) -> object:
     """The model train.py builds: src/model.py's, for 3x32x32 images and 10 classes."""
-    import src.model  # noqa: F401  (its @model functions fill the registry)
-    from src.scaffold.task import MODELS, DataShape
+    from src import data, model, step
+    from src.scaffold import DataShape, Monitor, Task
 
-    return MODELS[name].build(DataShape((3, SIZE, SIZE), 10))
+    task = Task.gather(model, data, step, Monitor())
+    return task.model(name).build(DataShape((3, SIZE, SIZE), 10))
 
 
 def torch_epoch(train_dir: Path, args: argparse.Namespace) -> tuple[float, int]:
@@ -190,7 +191,7 @@ def torch_epoch(train_dir: Path, args: argparse.Namespace) -> tuple[float, int]:
     # epochs differ only in how the data arrives.
     net = project_model(args.model).to(memory_format=torch.channels_last)
     hyper = argparse.Namespace(lr=tb.LR, momentum=tb.MOMENTUM)
-    optimizer = step.optimizer(net.parameters(), hyper)
+    optimizer = step.optimizer(net.parameters(), tb.LR, hyper)
     net.train()
     steps, total = 0, 0.0
     start = time.perf_counter()

@@ -61,9 +61,7 @@ die() {
 absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 
 # Before any rank starts or a log is written: train.py's options and the output, checked once.
-preflight() {
-    TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2
-}
+preflight() { TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2; }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
 is_count() { [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]; }

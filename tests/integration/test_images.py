@@ -198,7 +198,9 @@ def test_smoke_failure_and_timeout_leave_nothing_running(
     project = _project(tmp_path, "pytorch", target="cuda")
     train = project / "train.py"
     train.write_text(
-        train.read_text().replace("sys.exit(main())", "raise SystemExit('broken on purpose')")
+        train.read_text().replace(
+            "sys.exit(main(train, sys.argv[1:]))", "raise SystemExit('broken on purpose')"
+        )
     )
     subprocess.run(
         ["git", "commit", "-qam", "break", "--author", "t <t@t>"],

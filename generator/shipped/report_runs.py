@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 # A line's fields that are words; every other one (epoch, step, time, the metrics) is a
 # number, and a line where one is not is malformed.
-WORDS = ("run", "type")
+WORDS = ("run", "type", "split", "checkpoint")
 # Runs recorded before a project could choose its monitored metric chose by this one.
 DEFAULT_MONITOR = ("accuracy", "max")
 

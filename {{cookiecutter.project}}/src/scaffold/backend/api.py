@@ -116,8 +116,9 @@ class Backend(Protocol):
         shape and normalisation), atomically."""
         ...
 
-    def restore(self, path: Path) -> dict[str, int]:
-        """Load what save wrote; return its meta. CheckpointError if it does not fit."""
+    def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
+        """Load what save wrote; return its meta. CheckpointError if it does not fit, naming
+        the option ``what`` that gave the path."""
         ...
 
     def read_meta(self, path: Path) -> dict[str, Any]:

@@ -28,6 +28,7 @@ HPARAMS = "hparams.json"
 METRICS = "metrics.jsonl"
 ARTIFACTS = "artifacts.json"
 TYPES = ("step", "train", "val", "test")
+# eval.py adds "eval" rows: a checkpoint scored again (split, checkpoint, the metrics).
 # TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
 PREFIX = {"step": "train", "train": "train_epoch", "val": "val", "test": "test"}
 

@@ -175,8 +175,8 @@ class MindSporeBackend:
             reason = " ".join(str(err).split())[:300] or type(err).__name__
             raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
 
-    def restore(self, path: Path) -> dict[str, int]:
-        params = self._read(path, "--resume")
+    def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
+        params = self._read(path, what)
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
             for key in (*DATA_META, LR):  # what describes the data; older ones carry LR
@@ -190,14 +190,18 @@ class MindSporeBackend:
         except LOAD_ERRORS as err:
             reason = " ".join(str(err).split())[:300] or type(err).__name__
             raise CheckpointError(
-                f"--resume {path} is not a checkpoint of this model: {reason}"
+                f"{what} {path} is not a checkpoint of this model: {reason}"
             ) from err
         if missing:
             lacks = ", ".join(missing[:5])
             raise CheckpointError(
-                f"--resume {path} is not a checkpoint of this model: it lacks {lacks}"
+                f"{what} {path} is not a checkpoint of this model: it lacks {lacks}"
             )
         return meta
+
+    def read_meta(self, path: Path) -> dict[str, Any]:
+        self._read(path, "--checkpoint")  # one line for what is not a checkpoint
+        return read_meta(path)
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         params = self._read(path, "--pretrained")

@@ -227,8 +227,8 @@ class TorchBackend:
             raise CheckpointError(f"{what} {path} is not a checkpoint of this model")
         return state
 
-    def restore(self, path: Path) -> dict[str, int]:
-        state = self._load(path, "--resume")
+    def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
+        state = self._load(path, what)
         try:
             self.net.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -238,8 +238,12 @@ class TorchBackend:
         except LOAD_ERRORS as err:
             reason = " ".join(str(err).split()) or type(err).__name__
             raise CheckpointError(
-                f"--resume {path} is not a checkpoint of this model: {reason}"
+                f"{what} {path} is not a checkpoint of this model: {reason}"
             ) from err
+
+    def read_meta(self, path: Path) -> dict[str, Any]:
+        state = self._load(path, "--checkpoint")
+        return {key: state[key] for key in META if key in state}
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         state = self._load(path, "--pretrained")

@@ -109,11 +109,17 @@ def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | 
     raise refusal(f"{directory} holds {describe(directory, found)}", flag)
 
 
+def output_flag(given: str | None = None) -> str:
+    """The output option a line names: the one given, the launch scripts' (OUTPUT_FLAG_ENV),
+    else train.py's --train_url."""
+    return given or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
+
+
 def check_writable(directory: Path, flag: str | None = None) -> None:
     """Make sure files can be written in ``directory`` (or, while it does not exist, in
     the nearest folder above it, where it will be made): one line naming it and why not,
     before anything is written."""
-    flag = flag or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
+    flag = output_flag(flag)
     existing = Path(directory).absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -130,7 +136,7 @@ def check_writable(directory: Path, flag: str | None = None) -> None:
 def refusal(held: str, flag: str | None = None) -> ConfigError:
     """The one line a new run gets where ``held`` says another run is; ``flag`` names the
     output option of the command that was used (the launch scripts say so in OUTPUT_FLAG_ENV)."""
-    flag = flag or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
+    flag = output_flag(flag)
     return ConfigError(
         f"{held}: continue it with --resume auto, or give another {flag} "
         "(a new run never overwrites another's outputs)"

@@ -32,9 +32,13 @@ class NonFiniteLoss(TrainError):
     the finished epochs saved."""
 
 
-class YourCodeFailed(TrainError):
-    """An exception raised in src/model.py, src/data.py or src/step.py, told as one line
-    with the file and line where it happened."""
+def no_module(name: str, python: str) -> str:
+    """The line for a Python that lacks ``name``, which train.py imports (train.py and the
+    launchers' check say it alike)."""
+    return (
+        f"this Python ({python}) has no {name}, which train.py imports: pip install -r "
+        "requirements.txt into it, or name the Python that has it with PYTHON=..."
+    )
 
 
 def shape_of(outputs: Any) -> tuple[int, ...] | None:

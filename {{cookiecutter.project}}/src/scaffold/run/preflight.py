@@ -59,12 +59,9 @@ def main(argv: list[str] | None = None) -> int:
 
     missing = _missing(FRAMEWORK)
     if missing is not None:
-        print(
-            f"error: this Python ({sys.executable}) has no {missing}, which train.py imports: "
-            "pip install -r requirements.txt into it, or name the Python that has it with "
-            "PYTHON=...",
-            file=sys.stderr,
-        )
+        from src.scaffold.run.guards import no_module  # stdlib only, like this check
+
+        print(f"error: {no_module(missing, sys.executable)}", file=sys.stderr)
         return 2
     from src.scaffold.errors import TrainError
 

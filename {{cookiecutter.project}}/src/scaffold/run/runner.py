@@ -296,12 +296,7 @@ def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
     except ModuleNotFoundError as err:
         if debug or err.name not in FRAMEWORKS:
             raise
-        print(
-            f"error: this Python ({sys.executable}) has no {err.name}: pip install -r "
-            "requirements.txt into it, or run the Python that has it (PYTHON=... for the "
-            "scripts)",
-            file=sys.stderr,
-        )
+        print(f"error: {guards.no_module(err.name, sys.executable)}", file=sys.stderr)
         return 2
     except Exception as err:
         line = None if debug else guards.one_line(err)

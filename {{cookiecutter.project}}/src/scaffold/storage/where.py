@@ -31,9 +31,10 @@ from src.scaffold.storage.uploads import C2netRemote, ObsRemote, Remote
 
 # OpenI's GPU jobs (cloudbrain one) mount the dataset and collect the outputs here.
 OPENI_DIRS = ("/dataset", "/model")
-# ModelArts' training containers set these; its jobs copy data to its node's /cache.
+# ModelArts' training containers set these; its jobs copy data to the node's cache.
 MODELARTS_VARS = ("MA_CURRENT_IP", "MA_JOB_DIR", "MA_CURRENT_HOST_IP")
-MODELARTS_CACHE = Path("/cache")
+# The platforms' local disk on a node (OpenI NPU, ModelArts).
+PLATFORM_CACHE = Path("/cache")
 CACHE_ENV = "TRAIN_CACHE_DIR"
 TIMEOUT_ENV = "TRAIN_STAGE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 1800.0
@@ -58,7 +59,7 @@ def cache_root() -> Path:
     named = os.environ.get(CACHE_ENV)
     if named:
         return Path(named)
-    default = Path("/cache")
+    default = PLATFORM_CACHE
     if os.access(default, os.W_OK) or (not default.exists() and os.access("/", os.W_OK)):
         return default
     return Path(tempfile.gettempdir()) / "train-cache"
@@ -81,7 +82,7 @@ def platform_defaults() -> tuple[Path, Path, str]:
         return Path(OPENI_DIRS[0]), Path(OPENI_DIRS[1]), "OpenI's /dataset and /model are here"
     marks = [name for name in MODELARTS_VARS if os.environ.get(name)]
     if marks:
-        return MODELARTS_CACHE / "data", MODELARTS_CACHE / "output", f"a ModelArts job ({marks[0]})"
+        return PLATFORM_CACHE / "data", PLATFORM_CACHE / "output", f"a ModelArts job ({marks[0]})"
     project = DEFAULT_CONFIG.parent
     return project / "data", project / "output", "no platform's directories here"
 

@@ -65,6 +65,8 @@ NAMESPACES = {
         "torch.backends.cudnn": False,
         "torch.utils": False,
         "torch.utils.data": False,
+        "torch.onnx": False,
+        "torch.jit": False,
     },
     "torch_npu": {"torch_npu": False, "torch_npu.npu": False, "torch_npu.npu.amp": False},
 }

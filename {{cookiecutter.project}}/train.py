@@ -8,18 +8,10 @@ here and nowhere else.
 
 import sys
 
-# The oldest Python the catalogue's images carry; a clear line beats a SyntaxError.
-if sys.version_info < (3, 8):  # noqa: UP036 (the check itself)
-    sys.stderr.write("error: train.py needs Python 3.8 or newer; this is ")
-    sys.stderr.write(sys.version.split()[0] + "\n")
-    sys.exit(2)
-{%- if cookiecutter.framework == 'mindspore' %}
+from src.scaffold.run.start import begin
 
-from src.scaffold.backend.sigint import take_sigint  # noqa: E402
-
-# Before numpy and MindSpore start threads: Ctrl-C must stay SIGINT (see sigint.py).
-take_sigint()
-{%- endif %}
+# First: Python 3.8 or newer (one line if not), and what the framework needs before it loads.
+begin("train.py")
 
 from src.scaffold import Monitor, Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)

@@ -89,7 +89,7 @@ def test_bad_input_is_one_line_and_writes_nothing(pytorch_project: Path, tmp_pat
             ("--checkpoint", str(foreign)),
             f"error: --checkpoint {foreign} is not a PyTorch checkpoint",
         ),
-        (("--split", "train"), "error: --split 'train' is not one of test, val"),
+        (("--split", "train"), "error: argument --split: 'train' is not one of test, val"),
         (("--train_url", str(tmp_path / "empty")), "holds no best checkpoint"),
     ]
     for args, expected in cases:

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from src.scaffold.backend.api import BatchPlan
-from src.scaffold.backend.loader import Loader, Normalise
+from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig
+from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.readers import augment
 from src.scaffold.data.splits import DataInfo, Split, Splits
 
@@ -97,9 +98,8 @@ def test_streamed_evaluation_reads_every_sample_in_order(tmp_path: Path) -> None
 def test_normalisation_is_per_channel_or_feature(
     shape: tuple[int, ...], mean: tuple[float, ...], std: tuple[float, ...]
 ) -> None:
-    info = DataInfo("test", shape, 2, (), mean, std)
     batch = np.full((2, *shape), 40, np.uint8 if len(shape) == 3 else np.float32)
-    out = Normalise(info)(batch)
+    out = Normalise(mean, std, len(shape))(batch)
     assert out.dtype == np.float32
     for c in range(3):
         np.testing.assert_allclose(out[:, c], (40 - mean[c]) / std[c], rtol=1e-6)

@@ -18,6 +18,7 @@ import numpy as np
 from src.scaffold.data.sharding import rank_batches
 from src.scaffold.data.splits import Splits
 from src.scaffold.run.schedule import Schedule
+from src.scaffold.task import DataShape
 
 
 class EpochEnd(Protocol):
@@ -119,6 +120,19 @@ class Backend(Protocol):
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
         """Load what save wrote; return its meta. CheckpointError if it does not fit, naming
         the option ``what`` that gave the path."""
+        ...
+
+    def prepare(
+        self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
+    ) -> None:
+        """For predict.py and export.py: the model of the checkpoint at ``path`` built for
+        ``shape`` with its weights (no optimizer), in eval mode. CheckpointError if they do
+        not fit."""
+        ...
+
+    def infer(self, inputs: np.ndarray) -> np.ndarray:
+        """The prepared model's outputs (N, outputs) as float32 for a batch of raw inputs
+        (uint8 images, float32 rows), normalised as training did, on the run's device."""
         ...
 
     def read_meta(self, path: Path) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from src.scaffold.config.options import (
     options_of,
     yaml_key,
 )
-from src.scaffold.config.parse import build_parser, parse_config
+from src.scaffold.config.parse import build_parser, parse_config, parse_script
 from src.scaffold.errors import ConfigError
 
 __all__ = [
@@ -37,5 +37,6 @@ __all__ = [
     "option",
     "options_of",
     "parse_config",
+    "parse_script",
     "yaml_key",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import yaml
 
@@ -33,12 +33,13 @@ def _known_flags(options: dict[str, Option]) -> dict[str, str]:
     return flags
 
 
-def build_parser(options: dict[str, Option]) -> argparse.ArgumentParser:
+TRAIN = "Train a model (src/model.py) on your data (src/data.py)."
+
+
+def build_parser(options: dict[str, Option], description: str = TRAIN) -> argparse.ArgumentParser:
     """The command line; every flag defaults to None, meaning 'keep the YAML value'."""
     # allow_abbrev=False: a platform's --data must not be taken for --data_url.
-    parser = _Parser(
-        description="Train a model (src/model.py) on your data (src/data.py).", allow_abbrev=False
-    )
+    parser = _Parser(description=description, allow_abbrev=False)
     parser.add_argument(
         "--config_path",
         type=Path,
@@ -114,8 +115,30 @@ def parse_config(argv: Sequence[str] | None = None, config_class: type[Config] =
     name in ignored_args; any other unknown argument is a ConfigError naming the closest
     option (--epochs: did you mean --epoch_size?).
     """
+    return parse_script(argv, config_class)[0]
+
+
+def parse_script(
+    argv: Sequence[str] | None,
+    config_class: type[Config],
+    description: str = TRAIN,
+    own: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> tuple[Config, argparse.Namespace]:
+    """parse_config for a script with arguments of its own besides train.py's (predict.py's
+    inputs and --top_k ...): ``own`` adds them to the parser; they come back apart."""
     options = options_of(config_class)
-    args, extras = build_parser(options).parse_known_args(argv)
+    parser = build_parser(options, description)
+    before = {action.dest for action in parser._actions}
+    if own is not None:
+        own(parser)
+    dests = {action.dest for action in parser._actions} - before
+    # Intermixed: a script's inputs may come before, between or after the options.
+    read = parser.parse_known_args if own is None else parser.parse_known_intermixed_args
+    parsed, extras = read(argv)
+    script = argparse.Namespace(**{dest: getattr(parsed, dest) for dest in dests})
+    args = argparse.Namespace(
+        **{key: value for key, value in vars(parsed).items() if key not in dests}
+    )
     ignored = platform_arguments(extras, _known_flags(options))
     config_path = args.config_path or DEFAULT_CONFIG
     values = _read_yaml(config_path, options)
@@ -131,4 +154,4 @@ def parse_config(argv: Sequence[str] | None = None, config_class: type[Config] =
             "--skip_layers applies to the weights --pretrained loads: give --pretrained too, "
             "or leave skip_layers empty"
         )
-    return replace(config_class(), **values, ignored_args=ignored)
+    return replace(config_class(), **values, ignored_args=ignored), script

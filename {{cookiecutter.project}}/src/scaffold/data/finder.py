@@ -285,7 +285,19 @@ def splits(
     for name, values in (("data.mean", mean), ("data.std", std)):
         if len(values) not in (1, channels):
             raise DatasetError(f"{name} has {len(values)} values; the data has {channels}")
-    info = DataInfo(fmt, train.shape, classes, train.classes, mean, std, memory)
+    info = DataInfo(
+        fmt,
+        train.shape,
+        classes,
+        train.classes,
+        mean,
+        std,
+        memory,
+        features=train.features,
+        label_column=cfg.data_label_column if train.features else None,
+        resize=cfg.data_resize if len(train.shape) == 3 else None,
+        numeric=train.numeric,
+    )
     log.info(
         "data: %d samples of %s, %d classes; %s (%s)",
         len(train) + len(val) + len(test),

@@ -29,6 +29,8 @@ class Split:
     decode: Callable[[Path], np.ndarray] | None = None
     # The class names, in label order (folder names, CSV label values); () when unnamed.
     classes: tuple[str, ...] = ()
+    # A table's feature columns, in input order (the csv reader's header); () otherwise.
+    features: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -93,6 +95,12 @@ class DataInfo:
     std: tuple[float, ...] = ()
     in_memory: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    # What predict.py needs to read new inputs as the run read its data: a table's feature
+    # columns and its label column, and the size images were resized to (data.resize).
+    features: tuple[str, ...] = ()
+    label_column: str | None = None
+    resize: tuple[int, ...] | None = None
+    numeric: bool = False
 
     def record(self) -> dict[str, Any]:
         return {
@@ -107,14 +115,38 @@ class DataInfo:
         }
 
     def checkpoint_meta(self) -> dict[str, Any]:
-        """What a checkpoint carries of the data, so that it can be used without the run:
-        the class names in output order, the input shape and the normalisation."""
+        """What a checkpoint carries of the data, so that it can be used without the run
+        (eval.py, predict.py, export.py): the class names in output order, the outputs, the
+        input shape and format, the normalisation, how the inputs were read."""
         return {
             "classes": list(self.classes),
+            "num_classes": self.num_classes,
+            "data_format": self.format,
             "data_shape": list(self.shape),
             "data_mean": list(self.mean),
             "data_std": list(self.std),
+            "data_features": list(self.features),
+            "label_column": self.label_column,
+            "data_resize": list(self.resize) if self.resize else None,
+            "numeric": self.numeric,
         }
+
+
+# What a checkpoint records besides its state (DataInfo.checkpoint_meta and the model's
+# name): read back by each backend's read_meta.
+CHECKPOINT_META = (
+    "model_name",
+    "classes",
+    "num_classes",
+    "data_format",
+    "data_shape",
+    "data_mean",
+    "data_std",
+    "data_features",
+    "label_column",
+    "data_resize",
+    "numeric",
+)
 
 
 @dataclass(frozen=True)

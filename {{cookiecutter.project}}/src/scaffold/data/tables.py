@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -35,10 +37,17 @@ class CsvReader(Reader):
         if not files:
             raise DatasetError(f"{directory} holds no train.csv, nor exactly one .csv file")
         column = str(self.options.get("label_column") or "label")
-        tables = {split: _read_table(path, column) for split, path in files.items()}
+        read = {split: _read_table(path, column) for split, path in files.items()}
+        tables = {split: (features, labels) for split, (features, labels, _) in read.items()}
+        (first_file, (_, _, first)), *others = zip(files.values(), read.values())
+        for path, (_, _, names) in others:
+            if names != first:
+                raise DatasetError(f"{path} has other feature columns than {first_file}")
         if self.options.get("labels") == "values":
             return {
-                split: array_split(features, _targets(path, column, labels))
+                split: replace(
+                    array_split(features, _targets(path, column, labels)), features=first
+                )
                 for (split, (features, labels)), path in zip(tables.items(), files.values())
             }
         # Class names: the training split's label values, as numbers when they all are.
@@ -53,7 +62,10 @@ class CsvReader(Reader):
                     f"{', '.join(extra[:5])} that train has not"
                 )
         return {
-            split: array_split(features, np.array([index[v] for v in labels]), values)
+            split: replace(
+                array_split(features, np.array([index[v] for v in labels]), values),
+                features=first,
+            )
             for split, (features, labels) in tables.items()
         }
 
@@ -80,8 +92,9 @@ def _label_key(value: str) -> tuple[int, float, str]:
         return (1, 0.0, value)
 
 
-def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str]]:
-    """(features float32 (N, F), label strings) of a CSV with a header row."""
+def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str], tuple[str, ...]]:
+    """(features float32 (N, F), label strings, feature column names) of a CSV with a
+    header row."""
     with open(path, newline="", encoding="utf-8") as stream:
         rows = csv.reader(stream)
         header = next(rows, None)
@@ -96,13 +109,7 @@ def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str]]:
         target = header.index(label_column)
         features: list[list[float]] = []
         labels: list[str] = []
-        for line, row in enumerate(rows, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DatasetError(
-                    f"{path} line {line} has {len(row)} fields, the header has {len(header)}"
-                )
+        for line, row in _lines(rows, len(header), path):
             labels.append(row[target].strip())
             try:
                 features.append([float(v) for i, v in enumerate(row) if i != target])
@@ -119,7 +126,19 @@ def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str]]:
                 )
     if not labels:
         raise DatasetError(f"{path} has a header but no rows")
-    return np.asarray(features, dtype=np.float32), labels
+    names = tuple(name for i, name in enumerate(header) if i != target)
+    return np.asarray(features, dtype=np.float32), labels, names
+
+
+def _lines(rows: Iterator[list[str]], fields: int, path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Each row after the header with its line number, blank lines skipped; one line for a
+    row of another length than the header."""
+    for line, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        if len(row) != fields:
+            raise DatasetError(f"{path} line {line} has {len(row)} fields, the header has {fields}")
+        yield line, row
 
 
 def _number(text: str) -> bool:
@@ -128,3 +147,50 @@ def _number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_rows(
+    path: Path, features: tuple[str, ...], label_column: str | None, width: int
+) -> tuple[np.ndarray, list[int]]:
+    """The rows of a CSV to predict on, as the training table's features float32 (N, F) in
+    its column order, and each row's line number. The label column may be there or not;
+    ``features`` names the training table's columns (``width`` of them when unnamed, a
+    reader of your own). One line naming the file for other columns or a cell that is not a
+    finite number."""
+    with open(path, newline="", encoding="utf-8") as stream:
+        rows = csv.reader(stream)
+        header = [name.strip() for name in next(rows, None) or []]
+        if not header:
+            raise DatasetError(f"{path} is empty: expected a header row")
+        given = [name for name in header if name != label_column]
+        if features:
+            lacks = [name for name in features if name not in given]
+            extra = [name for name in given if name not in features]
+            if lacks or extra:
+                parts = [f"lacks {', '.join(lacks[:5])}" if lacks else ""]
+                parts.append(f"has {', '.join(extra[:5])} that it had not" if extra else "")
+                raise DatasetError(
+                    f"{path} has other columns than the training data: "
+                    + "; ".join(part for part in parts if part)
+                )
+            order = [header.index(name) for name in features]
+        else:
+            order = [i for i, name in enumerate(header) if name != label_column]
+            if len(order) != width:
+                raise DatasetError(
+                    f"{path} has {len(order)} feature columns; the model takes {width}"
+                )
+        values: list[list[float]] = []
+        lines: list[int] = []
+        for line, row in _lines(rows, len(header), path):
+            bad = next((i for i in order if not _finite(row[i])), None)
+            if bad is not None:
+                raise DatasetError(
+                    f"{path} line {line}, column {header[bad]!r}: {row[bad]!r} is not a finite "
+                    "number"
+                )
+            values.append([float(row[i]) for i in order])
+            lines.append(line)
+    if not values:
+        raise DatasetError(f"{path} has a header but no rows")
+    return np.asarray(values, dtype=np.float32), lines

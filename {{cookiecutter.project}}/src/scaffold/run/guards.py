@@ -32,11 +32,11 @@ class NonFiniteLoss(TrainError):
     the finished epochs saved."""
 
 
-def no_module(name: str, python: str) -> str:
-    """The line for a Python that lacks ``name``, which train.py imports (train.py and the
-    launchers' check say it alike)."""
+def no_module(name: str, python: str, script: str = "train.py") -> str:
+    """The line for a Python that lacks ``name``, which ``script`` imports (the scripts and
+    the launchers' check say it alike)."""
     return (
-        f"this Python ({python}) has no {name}, which train.py imports: pip install -r "
+        f"this Python ({python}) has no {name}, which {script} imports: pip install -r "
         "requirements.txt into it, or name the Python that has it with PYTHON=..."
     )
 

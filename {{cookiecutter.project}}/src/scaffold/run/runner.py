@@ -296,7 +296,8 @@ def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
     except ModuleNotFoundError as err:
         if debug or err.name not in FRAMEWORKS:
             raise
-        print(f"error: {guards.no_module(err.name, sys.executable)}", file=sys.stderr)
+        script = Path(sys.argv[0]).name if sys.argv[0].endswith(".py") else "train.py"
+        print(f"error: {guards.no_module(err.name, sys.executable, script)}", file=sys.stderr)
         return 2
     except Exception as err:
         line = None if debug else guards.one_line(err)

@@ -8,7 +8,15 @@ from typing import Any
 # What a project of this framework imports to train (the launchers check it first).
 FRAMEWORK = "mindspore"
 
-__all__ = ["FRAMEWORK", "ProjectConfig"]
+__all__ = ["FRAMEWORK", "ProjectConfig", "start"]
+
+
+def start() -> None:
+    """What train.py and the other entry scripts do before numpy and MindSpore are imported
+    (they start threads): Ctrl-C kept as SIGINT (sigint.py)."""
+    from src.scaffold.backend.sigint import take_sigint
+
+    take_sigint()
 
 
 def __getattr__(name: str) -> Any:

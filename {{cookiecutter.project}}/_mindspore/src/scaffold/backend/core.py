@@ -23,7 +23,8 @@ from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig, sink_on
 from src.scaffold.backend.train_loop import LOOP, fit
-from src.scaffold.data.splits import Splits
+from src.scaffold.data.normalise import Normalise
+from src.scaffold.data.splits import CHECKPOINT_META, Splits
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained
 from src.scaffold.run import guards
@@ -37,7 +38,7 @@ CHECK_SAMPLES = 4
 # Checkpoint entries that are bookkeeping, not weights or optimizer state: the numbers,
 # and what describes the model and the data (strings; lists as JSON).
 META = ("epoch", "seed")
-DATA_META = ("model_name", "classes", "data_shape", "data_mean", "data_std")
+DATA_META = CHECKPOINT_META
 # The optimizer's learning-rate parameter: from the config, never from a checkpoint.
 LR = "learning_rate"
 # What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
@@ -161,22 +162,14 @@ class MindSporeBackend:
         # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
         tmp = path.with_name(f".{path.stem}.tmp.ckpt")
         entries = [{"name": name, "data": p} for name, p in params.items()]
-        # append_dict takes numbers and strings: lists (classes, shape, mean) go as JSON.
-        append = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v for k, v in meta.items()}
+        # append_dict takes numbers and strings: what describes the model and the data
+        # (names, lists, None) goes as JSON text.
+        append = {k: v if k in META else json.dumps(v) for k, v in meta.items()}
         ms.save_checkpoint(entries, str(tmp), append_dict=append)
         os.replace(tmp, path)
 
-    def _read(self, path: Path, what: str) -> dict[str, Any]:
-        if not path.is_file():
-            raise CheckpointError(f"{what} {path}: no such file")
-        try:
-            return ms.load_checkpoint(str(path))
-        except LOAD_ERRORS as err:
-            reason = " ".join(str(err).split())[:300] or type(err).__name__
-            raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
-
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        params = self._read(path, what)
+        params = load_params(path, what)
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
             for key in (*DATA_META, LR):  # what describes the data; older ones carry LR
@@ -188,10 +181,7 @@ class MindSporeBackend:
             missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
             missing = [name for name in missing if name != LR]
         except LOAD_ERRORS as err:
-            reason = " ".join(str(err).split())[:300] or type(err).__name__
-            raise CheckpointError(
-                f"{what} {path} is not a checkpoint of this model: {reason}"
-            ) from err
+            raise _not_this_model(what, path, err) from err
         if missing:
             lacks = ", ".join(missing[:5])
             raise CheckpointError(
@@ -199,12 +189,44 @@ class MindSporeBackend:
             )
         return meta
 
+    def prepare(
+        self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
+    ) -> None:
+        """The model of the checkpoint at ``path`` built for ``shape``, holding its weights
+        (not the optimizer's state), in eval mode; inputs normalised as training did."""
+        self.net = guards.build(self.spec, shape)
+        params = load_params(path, "--checkpoint")
+        for key in (*META, *DATA_META, LR):
+            params.pop(key, None)
+        # Shapes compared first: MindSpore logs its own CRITICAL line for a mismatch.
+        for name, param in self.net.parameters_dict().items():
+            theirs = tuple(params[name].shape) if name in params else None
+            if theirs is not None and theirs != tuple(param.shape):
+                raise CheckpointError(
+                    f"--checkpoint {path} is not a checkpoint of this model: its {name} is "
+                    f"{theirs}, the model's {tuple(param.shape)}"
+                )
+        try:
+            missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
+        except LOAD_ERRORS as err:
+            raise _not_this_model("--checkpoint", path, err) from err
+        if missing:
+            raise CheckpointError(
+                f"--checkpoint {path} is not a checkpoint of this model: it lacks "
+                + ", ".join(missing[:5])
+            )
+        self.net.set_train(False)
+        self.normalise = Normalise(mean, std, len(shape.input))
+
+    def infer(self, inputs: np.ndarray) -> np.ndarray:
+        outputs = self.net(ms.Tensor(self.normalise(inputs)))
+        return np.asarray(outputs.asnumpy(), dtype=np.float32)
+
     def read_meta(self, path: Path) -> dict[str, Any]:
-        self._read(path, "--checkpoint")  # one line for what is not a checkpoint
         return read_meta(path)
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
-        params = self._read(path, "--pretrained")
+        params = load_params(path, "--pretrained")
         # Every parameter of the net: BatchNorm's running statistics are weights here too.
         own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
         shapes = {k: tuple(v.shape) for k, v in params.items() if hasattr(v, "shape")}
@@ -246,13 +268,39 @@ def load_arrays(path: Path) -> dict[str, Any]:
     return {name: p.asnumpy() for name, p in params.items() if name not in (*META, *DATA_META)}
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, data_shape,
-    data_mean, data_std (a checkpoint from before they were kept has fewer)."""
-    params = ms.load_checkpoint(str(path))
+def _not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
+    reason = " ".join(str(err).split())[:300] or type(err).__name__
+    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
+
+
+def load_params(path: Path, what: str) -> dict[str, Any]:
+    """What save_checkpoint wrote to ``path``; one line naming the option ``what`` that gave
+    the path when it is missing or not a checkpoint."""
+    if not path.is_file():
+        raise CheckpointError(f"{what} {path}: no such file")
+    try:
+        return ms.load_checkpoint(str(path))
+    except LOAD_ERRORS as err:
+        reason = " ".join(str(err).split())[:300] or type(err).__name__
+        raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
+
+
+def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:
+    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, the data's
+    shape, format and normalisation (src/scaffold/data/splits.py's CHECKPOINT_META; a
+    checkpoint from before they were kept has fewer)."""
+    params = load_params(path, what)
     meta: dict[str, Any] = {key: int(params[key].asnumpy()) for key in META if key in params}
     for key in DATA_META:
         value = params.get(key)
         if isinstance(value, str):
-            meta[key] = json.loads(value) if value[:1] == "[" else value
+            meta[key] = _decoded(value)
     return meta
+
+
+def _decoded(text: str) -> Any:
+    """A meta entry as saved: JSON text; a checkpoint from before that holds a bare name."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

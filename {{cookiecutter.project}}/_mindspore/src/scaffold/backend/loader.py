@@ -19,8 +19,9 @@ import numpy as np
 
 from src.scaffold.backend.api import BatchPlan
 from src.scaffold.config import Config
+from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import cpu_count
-from src.scaffold.data.splits import DataInfo, Split, Splits
+from src.scaffold.data.splits import Split, Splits
 from src.scaffold.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -40,28 +41,6 @@ def auto_workers(world_size: int) -> int:
     each share left to the rank's own process."""
     local = int(os.environ.get("LOCAL_WORLD_SIZE") or min(world_size, DEVICES_PER_NODE))
     return max(1, min(MAX_WORKERS, cpu_count() // max(local, 1) - 1))
-
-
-class Normalise:
-    """(x - mean) / std per channel (images) or per feature (rows), as float32.
-
-    Images are scaled to [0, 1] first, and mean and std with them (they come in 0-255
-    units), as PyTorch and MindSpore examples normalise: the same values to the last
-    bit. That matters more than it seems: ties between equal pixels (max pooling) break
-    by rounding, and N ranks end with one process's weights only if they round alike.
-    """
-
-    def __init__(self, info: DataInfo) -> None:
-        self.scale = np.float32(255 if len(info.shape) == 3 else 1)
-        # One value per channel or feature, shaped to broadcast over one sample (C, H, W)
-        # or (F,), and over a batch of them.
-        trailing = (1,) * (len(info.shape) - 1)
-        mean = np.asarray(info.mean, np.float32).reshape(-1, *trailing)
-        std = np.asarray(info.std, np.float32).reshape(-1, *trailing)
-        self.mean, self.std = mean / self.scale, std / self.scale
-
-    def __call__(self, inputs: np.ndarray) -> np.ndarray:
-        return (inputs.astype(np.float32) / self.scale - self.mean) / self.std
 
 
 class EpochBatches:
@@ -171,7 +150,8 @@ class Loader:
         self, splits: Splits, cfg: Config, world_size: int, augment: Callable | None = None
     ) -> None:
         self.splits, self.cfg, self.augment = splits, cfg, augment
-        self.normalise = Normalise(splits.info)
+        info = splits.info
+        self.normalise = Normalise(info.mean, info.std, len(info.shape))
         images = len(splits.info.shape) == 3
         self.crop = cfg.data_random_crop if images else 0
         self.flip = cfg.data_random_flip and images

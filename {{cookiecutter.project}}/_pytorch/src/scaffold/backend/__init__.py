@@ -8,7 +8,11 @@ from typing import Any
 # What a project of this framework imports to train (the launchers check it first).
 FRAMEWORK = "torch"
 
-__all__ = ["FRAMEWORK", "ProjectConfig"]
+__all__ = ["FRAMEWORK", "ProjectConfig", "start"]
+
+
+def start() -> None:
+    """What train.py and the other entry scripts do before torch is imported: nothing."""
 
 
 def __getattr__(name: str) -> Any:

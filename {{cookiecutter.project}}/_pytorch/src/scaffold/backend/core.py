@@ -23,7 +23,7 @@ from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_work
 from src.scaffold.backend.precision import choose
 from src.scaffold.config import Config
 from src.scaffold.data.sharding import cpu_count
-from src.scaffold.data.splits import Splits
+from src.scaffold.data.splits import CHECKPOINT_META, Splits
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained
 from src.scaffold.run import guards
@@ -33,7 +33,7 @@ from src.scaffold.task import DataShape, Task
 log = logging.getLogger(__name__)
 CHECKPOINT_SUFFIX = ".pt"
 # What a checkpoint carries besides the model's and optimizer's state (read_meta).
-META = ("epoch", "seed", "model_name", "classes", "data_shape", "data_mean", "data_std")
+META = ("epoch", "seed", *CHECKPOINT_META)
 # Samples the model is tried on before training.
 CHECK_SAMPLES = 4
 # What torch.load and load_state_dict raise for a file that is not our checkpoint.
@@ -212,23 +212,8 @@ class TorchBackend:
         torch.save(state, tmp)
         os.replace(tmp, path)
 
-    def _load(self, path: Path, what: str) -> dict[str, Any]:
-        if not path.is_file():
-            raise CheckpointError(f"{what} {path}: no such file")
-        # torch.save writes a zip archive: anything else is not worth unpickling.
-        if not zipfile.is_zipfile(path):
-            raise CheckpointError(f"{what} {path} is not a PyTorch checkpoint")
-        try:
-            # weights_only: a checkpoint is data; never run code from a downloaded file.
-            state = torch.load(path, map_location=self.torch_device, weights_only=True)
-        except (*LOAD_ERRORS, pickle.UnpicklingError) as err:
-            raise CheckpointError(f"{what} {path} cannot be read: {err}") from err
-        if not isinstance(state, dict):
-            raise CheckpointError(f"{what} {path} is not a checkpoint of this model")
-        return state
-
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        state = self._load(path, what)
+        state = load_state(path, what, self.torch_device)
         try:
             self.net.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -236,17 +221,39 @@ class TorchBackend:
                 self.scaler.load_state_dict(state["scaler"])
             return {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
         except LOAD_ERRORS as err:
-            reason = " ".join(str(err).split()) or type(err).__name__
-            raise CheckpointError(
-                f"{what} {path} is not a checkpoint of this model: {reason}"
-            ) from err
+            raise _not_this_model(what, path, err) from err
+
+    def prepare(
+        self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
+    ) -> None:
+        """The model of the checkpoint at ``path`` built for ``shape``, holding its weights
+        (not the optimizer's state), in eval mode; inputs normalised as training did."""
+        self.net = guards.build(self.spec, shape).to(self.torch_device)
+        state = load_state(path, "--checkpoint", self.torch_device)
+        try:
+            self.net.load_state_dict(state["model"])
+        except LOAD_ERRORS as err:
+            raise _not_this_model("--checkpoint", path, err) from err
+        self.net.eval()
+        self.normalise = Normalise(mean, std, len(shape.input), self.torch_device)
+        self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
+        if self.channels_last:
+            self.net = self.net.to(memory_format=torch.channels_last)
+
+    @torch.inference_mode()
+    def infer(self, inputs: np.ndarray) -> np.ndarray:
+        batch = self.normalise(torch.from_numpy(inputs).to(self.torch_device))
+        if self.channels_last:
+            batch = batch.contiguous(memory_format=torch.channels_last)
+        with self.precision.autocast():
+            outputs = self.net(batch)
+        return outputs.float().cpu().numpy()
 
     def read_meta(self, path: Path) -> dict[str, Any]:
-        state = self._load(path, "--checkpoint")
-        return {key: state[key] for key in META if key in state}
+        return read_meta(path)
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
-        state = self._load(path, "--pretrained")
+        state = load_state(path, "--pretrained", self.torch_device)
         # Our checkpoints hold {"model": state_dict, ...}; others are a bare state_dict.
         weights = state.get("model", state)
         own = self.net.state_dict()
@@ -281,8 +288,32 @@ def load_arrays(path: Path) -> dict[str, Any]:
     return {name: tensor.numpy() for name, tensor in state["model"].items()}
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, data_shape,
-    data_mean, data_std (a checkpoint from before they were kept has fewer)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+def _not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
+    reason = " ".join(str(err).split()) or type(err).__name__
+    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
+
+
+def load_state(path: Path, what: str, device: Any = "cpu") -> dict[str, Any]:
+    """What torch.save wrote to ``path``; one line naming the option ``what`` that gave the
+    path when it is missing or not a checkpoint."""
+    if not path.is_file():
+        raise CheckpointError(f"{what} {path}: no such file")
+    # torch.save writes a zip archive: anything else is not worth unpickling.
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(f"{what} {path} is not a PyTorch checkpoint")
+    try:
+        # weights_only: a checkpoint is data; never run code from a downloaded file.
+        state = torch.load(path, map_location=device, weights_only=True)
+    except (*LOAD_ERRORS, pickle.UnpicklingError) as err:
+        raise CheckpointError(f"{what} {path} cannot be read: {err}") from err
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{what} {path} is not a checkpoint of this model")
+    return state
+
+
+def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:
+    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, the data's
+    shape, format and normalisation (src/scaffold/data/splits.py's CHECKPOINT_META; a
+    checkpoint from before they were kept has fewer)."""
+    state = load_state(path, what)
     return {key: state[key] for key in META if key in state}

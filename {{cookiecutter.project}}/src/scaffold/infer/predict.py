@@ -1,0 +1,136 @@
+"""Labelling new inputs with a run's checkpoint (predict.py): the inputs read as the run read
+its data, batched on the device training would choose, one row per input: the input, the
+predicted class's name and probability and the top k (or the value, for a numeric target);
+printed, or written to FILE.jsonl or FILE.csv once every row is known."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+import numpy as np
+
+from src.scaffold.config import Config
+from src.scaffold.errors import ConfigError
+from src.scaffold.infer.inputs import gather
+from src.scaffold.infer.recorded import Framework, Recorded, locate
+from src.scaffold.task import Task
+
+DESCRIPTION = "Label images or table rows with a run's checkpoint (train.py's options apply)."
+OUTPUTS = (".jsonl", ".csv")
+COLUMNS = ("input", "class", "probability", "top_k")
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    """predict.py's own arguments, besides train.py's options."""
+    parser.add_argument(
+        "inputs", nargs="*", metavar="INPUT", help="image files or folders of them, or CSV files"
+    )
+    parser.add_argument(
+        "--checkpoint", default="best", help="best (default) or last of the run, or a path"
+    )
+    parser.add_argument(
+        "--output", type=Path, help="write the rows to FILE.jsonl or FILE.csv, not to stdout"
+    )
+    parser.add_argument("--top_k", type=int, default=5, help="classes listed a row (default 5)")
+
+
+def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namespace) -> int:
+    """Label args.inputs with checkpoint args.checkpoint of the run in cfg's train_url; return
+    the rows written."""
+    output: Path | None = args.output
+    if output is not None and output.suffix.lower() not in OUTPUTS:
+        raise ConfigError(f"--output {output}: write .jsonl or .csv")
+    if args.top_k < 1:
+        raise ConfigError(f"--top_k {args.top_k}: give 1 or more")
+    _, recorded, cfg = locate(cfg, framework, args.checkpoint)
+    if recorded.num_classes < 1:
+        raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
+    inputs = gather(args.inputs, recorded)
+    backend = framework.create(cfg, task)
+    try:
+        backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
+        with _Sink(output) as sink:
+            for names, batch in inputs.batches(cfg.batch_size):
+                for row in rows(recorded, names, backend.infer(batch), args.top_k):
+                    sink.write(row)
+    finally:
+        backend.close()
+    return len(inputs)
+
+
+def rows(
+    recorded: Recorded, names: tuple[str, ...], outputs: np.ndarray, top_k: int
+) -> Iterator[dict[str, Any]]:
+    """One row an input: its class and probability (softmax of the model's scores) and the
+    top k, by the data's class names; or its value, for a numeric target."""
+    if recorded.numeric:
+        for name, value in zip(names, outputs.reshape(len(names), -1)[:, 0]):
+            yield {"input": name, "value": float(value)}
+        return
+    classes = recorded.names()
+    scores = outputs.astype(np.float64)
+    scores -= scores.max(axis=1, keepdims=True)  # exp() of the largest is 1: no overflow
+    probabilities = np.exp(scores)
+    probabilities /= probabilities.sum(axis=1, keepdims=True)
+    k = min(top_k, len(classes))
+    # Stable: equal probabilities keep the class order, the same on every run.
+    order = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
+    for name, ranked, probs in zip(names, order, probabilities):
+        top = [{"class": classes[i], "probability": round(float(probs[i]), 6)} for i in ranked]
+        yield {"input": name, **top[0], "top_k": top}
+
+
+def _top_text(row: dict[str, Any]) -> str:
+    return " ".join(f"{t['class']}:{t['probability']:.4f}" for t in row.get("top_k", ()))
+
+
+class _Sink:
+    """Where the rows go: stdout as tab-separated lines, or a .jsonl or .csv file written
+    beside its place and renamed there at the end (a failed run leaves none)."""
+
+    def __init__(self, output: Path | None) -> None:
+        self.output = output
+        self.tmp = None if output is None else output.with_name(f".{output.name}.tmp")
+        self.stream: TextIO = sys.stdout
+        self.table: Any = None
+        self.count = 0
+
+    def __enter__(self) -> _Sink:
+        if self.output is not None and self.tmp is not None:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            self.stream = self.tmp.open("w", encoding="utf-8", newline="")
+            if self.output.suffix.lower() == ".csv":
+                self.table = csv.writer(self.stream)
+        return self
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.count += 1
+        if self.output is not None and self.table is None:
+            self.stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return
+        if "value" in row:
+            fields = [row["input"], row["value"]]
+        else:
+            fields = [row["input"], row["class"], f"{row['probability']:.6f}", _top_text(row)]
+        if self.table is None:
+            self.stream.write("\t".join(map(str, fields)) + "\n")
+            return
+        if self.count == 1:
+            self.table.writerow(("input", "value") if "value" in row else COLUMNS)
+        self.table.writerow(fields)
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if self.output is None or self.tmp is None:
+            sys.stdout.flush()
+            return
+        self.stream.close()
+        if kind is None:
+            os.replace(self.tmp, self.output)
+        else:
+            self.tmp.unlink(missing_ok=True)

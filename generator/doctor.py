@@ -25,7 +25,10 @@ from generator.shipped.hostcheck import FAIL, NA, OK, Result
 # CUDA or torch_npu, MindSpore) and the build's copies; and a CANN or CUDA base to pull.
 BUILD_SPACE = 20 * 2**30
 BASE_SPACE = 10 * 2**30
-ENTRY_FILES = ("train.py", "env.sh", "config.yaml", "scripts/run_1p.sh", "scripts/run_8p.sh")
+ENTRY_FILES = (
+    *("train.py", "eval.py", "predict.py", "export.py", "env.sh", "config.yaml"),
+    *("scripts/run_1p.sh", "scripts/run_8p.sh"),
+)
 
 
 @dataclass(frozen=True)

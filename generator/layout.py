@@ -21,6 +21,8 @@ ASCEND_ONLY = (
     "scripts/ranktable_node.py",
     "scripts/ranktable_rules.py",
     "scripts/run_ranktable.sh",
+    # The ATC conversion of an exported model to the chip's offline model.
+    "scripts/atc.py",
     "scripts/per_rank.sh",
     "Dockerfile.ascend",
     # Ascend ModelZoo's entry points: test/train_{full,performance}_{1p,8p}.sh.

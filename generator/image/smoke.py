@@ -19,6 +19,9 @@ OUTPUT_IN_CONTAINER = "/output"
 RECORD_FILES = ("hparams.json", "metrics.jsonl", "artifacts.json")
 CHECKPOINT_GLOBS = ("*.pt", "*.ckpt")
 TAIL_LINES = 20
+# predict.py's rows for the project's sample images, written next to the run's outputs.
+PREDICTIONS = "predictions.jsonl"
+SAMPLES = "samples"
 
 # First an environment report, so a failure shows what the image holds and sees.
 REPORT = {
@@ -55,16 +58,29 @@ class SmokeResult:
 
 
 def command(framework: str) -> list[str]:
-    """The container command: the report, then one short training run."""
-    train = f"python train.py --smoke --device_target auto --train_url {OUTPUT_IN_CONTAINER}"
-    return ["bash", "-c", f"python -c {shlex.quote(REPORT[framework])} && exec {train}"]
+    """The container command: the report, one short training run, then predict.py with its
+    checkpoint on the project's sample images."""
+    common = f"--device_target auto --train_url {OUTPUT_IN_CONTAINER}"
+    train = f"python train.py --smoke {common}"
+    predict = (
+        f"python predict.py --checkpoint last {common} "
+        f"--output {OUTPUT_IN_CONTAINER}/{PREDICTIONS} {SAMPLES}"
+    )
+    report = f"python -c {shlex.quote(REPORT[framework])}"
+    return ["bash", "-c", f"{report} && {train} && exec {predict}"]
 
 
-def missing_outputs(output_dir: Path) -> list[str]:
-    """What a passing run must have written and did not."""
+def missing_outputs(output_dir: Path, project_dir: Path | None = None) -> list[str]:
+    """What a passing run must have written and did not: the record, a checkpoint, and a
+    prediction for each of the project's sample images."""
     missing = [name for name in RECORD_FILES if not (output_dir / name).is_file()]
     if not any(next(output_dir.glob(pattern), None) for pattern in CHECKPOINT_GLOBS):
         missing.append("a checkpoint (*.pt or *.ckpt)")
+    predictions = output_dir / PREDICTIONS
+    samples = len(list((project_dir / SAMPLES).glob("*.png"))) if project_dir else 1
+    rows = predictions.read_text(encoding="utf-8").splitlines() if predictions.is_file() else []
+    if len(rows) < samples:
+        missing.append(f"{PREDICTIONS} with a row for each of the {samples} sample images")
     return missing
 
 
@@ -111,7 +127,7 @@ def smoke_image(
         raise ContainerFailed(
             f"smoke test failed in {tag}: exit code {result.exit_code}", result.exit_code, tail
         )
-    missing = missing_outputs(output_dir)
+    missing = missing_outputs(output_dir, project_dir)
     if missing:
         raise ContainerFailed(
             f"smoke test in {tag} exited 0 but did not write {', '.join(missing)}", 0, tail

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -89,6 +90,10 @@ def test_build_then_smoke(
         assert "NPU stack absent" in result.stdout
     outputs = project / "output" / f"smoke-{target}"
     assert (outputs / "metrics.jsonl").is_file() and (outputs / "artifacts.json").is_file()
+    # predict.py ran in the image on its sample images, with the checkpoint just written.
+    rows = [json.loads(line) for line in (outputs / "predictions.jsonl").read_text().splitlines()]
+    assert sorted(Path(row["input"]).name for row in rows) == [f"digit_{i}.png" for i in range(10)]
+    assert all(row["class"] in [str(i) for i in range(10)] for row in rows)
     assert_default_output_is_writable(docker_engine, tag, image.user)
     assert_the_readmes_docker_run_works(project, tag, target)
 

@@ -40,6 +40,13 @@ BAD = [
     ("pytorch", "ascend", "run_1p.sh", ["--device-id", "gpu0"], "--device-id must be a whole"),
     ("pytorch", "ascend", "run_1p.sh", ["--data", ""], "--data needs a value"),
     ("pytorch", "ascend", "run_1p.sh", ["extra"], "unknown argument: extra"),
+    (
+        "pytorch",
+        "ascend",
+        "run_1p.sh",
+        ["--entry", "serve.py"],
+        "--entry must be train.py, eval.py, predict.py or export.py, not 'serve.py'",
+    ),
     ("mindspore", "both", "run_msrun.sh", ["--worker-num", "0"], "--worker-num must be a whole"),
     (
         "mindspore",
@@ -68,6 +75,15 @@ def test_bad_arguments_print_usage_and_exit_2(
     result = run(project / "scripts" / script, "--dry-run", *args)
     # run_8p.sh hands the launcher's options on: its usage may be the one shown.
     assert_usage_error(result, message, "run_")
+
+
+@pytest.mark.parametrize("entry", ["eval.py", "predict.py", "export.py"])
+def test_run_1p_runs_the_entry_it_is_given(render_project: RenderProject, entry: str) -> None:
+    project = render_project(target="ascend")
+    dry = run(project / "scripts" / "run_1p.sh", "--dry-run", "--entry", entry, "--", "samples/")
+    words = shlex.split(dry.stdout.splitlines()[-1])
+    assert words[1] == entry and words[2:4] == ["--data_url", str(project / "data")]
+    assert words[-1] == "samples/"
 
 
 def test_bad_stop_timeout(render_project: RenderProject) -> None:

@@ -53,7 +53,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[Options, Path]:
 
 
 def _text_files(project: Path) -> list[Path]:
-    return [p for p in project.rglob("*") if p.is_file() and p.suffix != ".gz"]
+    return [p for p in project.rglob("*") if p.is_file() and p.suffix not in (".gz", ".png")]
 
 
 def test_matrix_covers_every_combination(matrix: dict[Options, Path]) -> None:

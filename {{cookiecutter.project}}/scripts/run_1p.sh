@@ -7,8 +7,10 @@ usage() {
 usage: scripts/run_1p.sh [options] [-- TRAIN_ARGS...]
 
 Train on one device with train.py; arguments after -- go to train.py as they are.
+With --entry, evaluate, predict or export instead, on the run in --output.
 
 options:
+  --entry SCRIPT    train.py (default), eval.py, predict.py or export.py
   --data DIR        dataset directory (default: $DATA_DIR, else ./data)
   --output DIR      checkpoints and logs (default: $OUTPUT_DIR, else ./output)
   --device-id N     device index to train on (default: $DEVICE_ID, else 0)
@@ -23,6 +25,7 @@ defaults are inside the project.
 
 example:
   scripts/run_1p.sh --data /dataset --output /model -- --epoch_size 2
+  scripts/run_1p.sh --entry predict.py --output /model -- samples/
 USAGE
 }
 
@@ -31,14 +34,18 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$project_root/scripts/launch_lib.sh"
 python=${PYTHON:-python3}
 data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output}
-device_id=${DEVICE_ID:-0} dry_run=false
+device_id=${DEVICE_ID:-0} dry_run=false entry=train.py
 train_args=()
-value_options="--data --output --device-id"
+value_options="--entry --data --output --device-id"
 flag_options="--dry-run"
 parse_options "$@"
 is_index "$device_id" || die_usage "--device-id must be a whole number, not '$device_id'"
+case $entry in
+    train.py | eval.py | predict.py | export.py) ;;
+    *) die_usage "--entry must be train.py, eval.py, predict.py or export.py, not '$entry'" ;;
+esac
 data=$(absolute "$data") output=$(absolute "$output")
-cmd=("$python" train.py --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"})
+cmd=("$python" "$entry" --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     # Printed as lines a shell can run, every word quoted.

@@ -5,10 +5,13 @@ ARG FRAMEWORK="mindspore==2.8.0"
 FROM train-template/deps:0123456789abcdef
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
-COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py \
+COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py eval.py \
+    predict.py export.py \
     rank_table_8p.json ./
 COPY --chown=HwHiAiUser:HwHiAiUser src ./src
 COPY --chown=HwHiAiUser:HwHiAiUser scripts ./scripts
+# A few images to label: the smoke test runs predict.py on them.
+COPY --chown=HwHiAiUser:HwHiAiUser samples ./samples
 # Labels last: a new revision changes only metadata, never a layer.
 LABEL org.opencontainers.image.title="demo" \
       org.opencontainers.image.source="${SOURCE}" \

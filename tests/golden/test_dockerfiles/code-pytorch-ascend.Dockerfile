@@ -6,9 +6,12 @@ ARG NPU_EXTRA="torch_npu==2.4.0.post2"
 FROM train-template/deps:0123456789abcdef
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
-COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py ./
+COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py eval.py \
+    predict.py export.py ./
 COPY --chown=HwHiAiUser:HwHiAiUser src ./src
 COPY --chown=HwHiAiUser:HwHiAiUser scripts ./scripts
+# A few images to label: the smoke test runs predict.py on them.
+COPY --chown=HwHiAiUser:HwHiAiUser samples ./samples
 # Labels last: a new revision changes only metadata, never a layer.
 LABEL org.opencontainers.image.title="demo" \
       org.opencontainers.image.source="${SOURCE}" \

@@ -5,9 +5,12 @@ ARG FRAMEWORK="torch==2.7.1"
 FROM train-template/deps:0123456789abcdef
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
-COPY --chown=train:train requirements.txt config.yaml env.sh train.py ./
+COPY --chown=train:train requirements.txt config.yaml env.sh train.py eval.py \
+    predict.py export.py ./
 COPY --chown=train:train src ./src
 COPY --chown=train:train scripts ./scripts
+# A few images to label: the smoke test runs predict.py on them.
+COPY --chown=train:train samples ./samples
 # Labels last: a new revision changes only metadata, never a layer.
 LABEL org.opencontainers.image.title="demo" \
       org.opencontainers.image.source="${SOURCE}" \

@@ -82,10 +82,13 @@ LABEL org.opencontainers.image.base.name="${BASE_IMAGE}" \
 FROM runtime
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
-COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py \
+COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py eval.py \
+    predict.py export.py \
     rank_table_8p.json ./
 COPY --chown=HwHiAiUser:HwHiAiUser src ./src
 COPY --chown=HwHiAiUser:HwHiAiUser scripts ./scripts
+# A few images to label: the smoke test runs predict.py on them.
+COPY --chown=HwHiAiUser:HwHiAiUser samples ./samples
 # Labels last: a new revision changes only metadata, never a layer.
 LABEL org.opencontainers.image.title="demo" \
       org.opencontainers.image.source="${SOURCE}" \

@@ -229,3 +229,49 @@ def test_awkward_paths_are_single_arguments(render_project: RenderProject, tmp_p
     dry = run(project / "scripts" / "run_1p.sh", "--dry-run", *paths)
     assert shlex.split(dry.stdout.splitlines()[-1])[2:] == expected
     assert not list(tmp_path.rglob("pwned*")), "a path was executed"
+
+
+# Before any rank starts: the launchers compare the ranks asked for with the GPUs or NPUs
+# this node shows (src/scaffold/run/preflight.py); --nproc auto takes that count.
+SEES = [
+    ({"CUDA_VISIBLE_DEVICES": "0"}, ["--nproc", "2"], "1 CUDA GPUs (CUDA_VISIBLE_DEVICES=0)"),
+    (
+        {"ASCEND_VISIBLE_DEVICES": "0,1"},
+        ["--nproc", "4"],
+        "2 Ascend NPUs (ASCEND_VISIBLE_DEVICES=0,1)",
+    ),
+    ({}, ["--nproc", "2", "--", "--device_target", "cuda"], "0 CUDA GPUs (no /dev/nvidia[0-9]*)"),
+]
+
+
+@pytest.mark.parametrize(("variables", "args", "sees"), SEES)
+def test_more_ranks_than_devices_is_one_line_before_any_starts(
+    render_project: RenderProject, tmp_path: Path, variables: dict, args: list, sees: str
+) -> None:
+    project = render_project(target="cuda")
+    output = tmp_path / "out"
+    environ = env(PYTHON=sys.executable, **variables)
+    result = run(project / "scripts" / "run_8p.sh", "--output", str(output), *args, environ=environ)
+    assert result.returncode == 2, result.stdout + result.stderr
+    ranks = args[1]
+    fix = (
+        f"--nproc {sees.split()[0]} (or --nproc auto)" if sees[0] != "0" else "--device_target cpu"
+    )
+    # env.sh's own warnings (no driver here) come first; the launcher's one line ends it.
+    assert [line for line in result.stderr.splitlines() if "error" in line] == [
+        f"error: --nproc {ranks} starts {ranks} ranks on this node, but it sees {sees}: give "
+        f"{fix}, or run one process with scripts/run_1p.sh"
+    ]
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --nproc")
+    assert not output.exists()
+
+
+@pytest.mark.parametrize(("variables", "count"), [({"CUDA_VISIBLE_DEVICES": "0,1,2"}, 3), ({}, 1)])
+def test_nproc_auto_takes_the_devices_this_node_shows(
+    render_project: RenderProject, variables: dict, count: int
+) -> None:
+    project = render_project(target="cuda")
+    environ = env(PYTHON=sys.executable, **variables)
+    dry = run(project / "scripts" / "run_8p.sh", "--nproc", "auto", "--dry-run", environ=environ)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith(f"# torchrun: {count} processes on node 0 of 1"), dry.stdout

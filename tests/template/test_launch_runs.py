@@ -72,16 +72,17 @@ def test_a_failing_rank_is_one_line_naming_it_and_its_log(
     render_project: RenderProject, framework: str, launcher: str
 ) -> None:
     project = render_project(framework=framework, target="cuda", devices_per_node=2)
-    # No GPU here: every rank fails at its start, as a broken node's would.
-    variables = env(PYTHON=sys.executable, MASTER_PORT=free_port(), CUDA_VISIBLE_DEVICES="")
-    args = ("--", "--smoke", "--device_target", "cuda")
+    # A model no file defines: every rank fails at its start, as a broken node's would (a
+    # missing GPU is the launcher's own line now, before any rank starts).
+    variables = env(PYTHON=sys.executable, MASTER_PORT=free_port())
+    args = ("--", "--smoke", "--device_target", "cpu", "--model", "nope")
     result = run(project / "scripts" / "run_8p.sh", *args, environ=variables, timeout=300)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, result.stderr
     assert "stopped the other" in errors[0] and "its log: " in errors[0]
     log = Path(errors[0].split("its log: ")[1])
-    assert log.is_file() and "device_target cuda" in log.read_text()
+    assert log.is_file() and "nope" in log.read_text()
     assert "Traceback" not in result.stderr
     assert_all_gone(str(project / "train.py"))
 

@@ -102,7 +102,9 @@ parse_options() {
 
 # The checks every multi-process launcher makes of the shared options.
 check_job_options() {
-    is_count "$nproc" || die_usage "--nproc must be a whole number from 1, not '$nproc'"
+    # auto: the GPUs or NPUs this node shows (src/scaffold/run/preflight.py --count), else 1.
+    [[ $nproc != auto ]] || nproc=$(cd "$project_root" && "$python" -m src.scaffold.run.preflight --count) || exit 2
+    is_count "$nproc" || die_usage "--nproc must be a whole number from 1, or auto, not '$nproc'"
     is_count "$nnodes" || die_usage "--nnodes must be a whole number from 1, not '$nnodes'"
     is_index "$node_rank" || die_usage "--node-rank must be a whole number from 0, not '$node_rank'"
     [[ $node_rank -lt $nnodes ]] || die_usage "--node-rank $node_rank is not below --nnodes $nnodes"
@@ -138,9 +140,7 @@ watch_job() {
     # shellcheck disable=SC2094
     setsid "$@" </dev/null > >(tee -a "$log") 2>>"$log" &
     job_pid=$!
-    trap 'stopping=130' INT
-    trap 'stopping=143' TERM
-    trap 'stopping=129' HUP
+    trap 'stopping=130' INT; trap 'stopping=143' TERM; trap 'stopping=129' HUP
     while kill -0 "$job_pid" 2>/dev/null; do
         if [[ -z $stopping && $waited -ge $((join_timeout * 5)) ]] && ! joined; then stopping=124; fi
         if [[ -n $stopping ]]; then break; fi

@@ -1,8 +1,10 @@
 """The launchers' check before any rank starts: ``python -m src.scaffold.run.preflight
 TRAIN_ARGS...`` makes sure this Python has what train.py imports, parses train.py's options
 and checks the output directory as a run would; one line and exit 2 otherwise, as train.py
-would. It notes a CPU-only run of more ranks (TRAIN_RANKS) than CPU cores, with the global
-batch. Its own imports wait until the check: the Python may lack them too."""
+would. More ranks on this node (TRAIN_RANKS) than the GPUs or NPUs it shows is one line
+naming both (before torchrun or msrun starts any); a CPU-only run of more ranks than CPU
+cores is a note, with the global batch. ``--count`` prints the accelerators it shows (for
+--nproc auto). Its own imports wait until the check: the Python may lack them too."""
 
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ def _missing(framework: str) -> str | None:
 def check(argv: list[str]) -> list[str]:
     """The notes a launch gets; raises TrainError for what stops it."""
     from src.scaffold.backend import FRAMEWORK, ProjectConfig
-    from src.scaffold.backend.devices import accelerator_nodes
+    from src.scaffold.backend.devices import accelerator_nodes, seen
     from src.scaffold.config import parse_config
     from src.scaffold.data.sharding import cpu_count
+    from src.scaffold.errors import DeviceError
     from src.scaffold.outputs.rundir import check_fresh, check_writable
     from src.scaffold.storage.obs import is_url
     from src.scaffold.storage.where import resolve
@@ -42,6 +45,13 @@ def check(argv: list[str]) -> list[str]:
             notes.append(cleared)
         check_writable(cfg.train_url, "--output")
     ranks, nodes = (int(os.environ.get(name) or 1) for name in (RANKS_ENV, NODES_ENV))
+    found = seen(cfg.device_target)
+    if found is not None and ranks > found.count:
+        fix = f"--nproc {found.count} (or --nproc auto)" if found.count else "--device_target cpu"
+        raise DeviceError(
+            f"--nproc {ranks} starts {ranks} ranks on this node, but it sees "
+            f"{found.describe()}: give {fix}, or run one process with scripts/run_1p.sh"
+        )
     cores = cpu_count()
     if ranks > cores and not accelerator_nodes() and cfg.device_target in ("auto", "cpu"):
         total = ranks * nodes
@@ -54,9 +64,21 @@ def check(argv: list[str]) -> list[str]:
     return notes
 
 
+def count() -> int:
+    """--nproc auto: the accelerators this node shows (the image's kind first), else 1."""
+    from src.scaffold.backend.devices import seen
+
+    found = seen("auto")
+    return found.count if found is not None and found.count else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     from src.scaffold.backend import FRAMEWORK  # the package alone: no options, no yaml
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--count"]:
+        print(count())
+        return 0
     missing = _missing(FRAMEWORK)
     if missing is not None:
         from src.scaffold.run.guards import no_module  # stdlib only, like this check
@@ -66,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from src.scaffold.errors import TrainError
 
     try:
-        notes = check(sys.argv[1:] if argv is None else argv)
+        notes = check(argv)
     except TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

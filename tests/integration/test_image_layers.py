@@ -98,7 +98,7 @@ def test_code_edits_reuse_the_dependency_image_and_requirement_edits_rebuild_it(
     commit_all(project, "tune")
     warm = _build(project, small_wheelhouse, "cuda")
     assert _built(warm.stdout)[:2] == (deps_ref, "reused")
-    assert _mb(warm.stdout.split("\nbuilt ", 1)[1]) < 0.5  # kilobytes: the code alone
+    assert _mb(warm.stdout.split("\nbuilt ", 1)[1]) < 1  # about 0.5 MB: the code alone
     second_tag = _built(warm.stdout)[2]
     assert docker_engine.require_image(deps_ref, "reused").id == deps.id
     assert docker_engine.require_image(second_tag, "built").id != docker_engine.image(first_tag).id
@@ -145,8 +145,12 @@ def test_plain_docker_build_builds_the_whole_dockerfile_without_gen(
         "import os; print(sorted(os.listdir('/app')))",
     )
     # output/: the launchers' default, made the run-as user's before the code arrives.
+    # eval.py, predict.py and export.py beside train.py; samples/ for the smoke's predict.py.
     assert listing == str(
-        ["config.yaml", "env.sh", "output", "requirements.txt", "scripts", "src", "train.py"]
+        [
+            *("config.yaml", "env.sh", "eval.py", "export.py", "output", "predict.py"),
+            *("requirements.txt", "samples", "scripts", "src", "train.py"),
+        ]
     )
     image = docker_engine.require_image("plain:docker", "just built")
     assert image.labels["org.opencontainers.image.title"] == "plain" and not image.runs_as_root

@@ -6,10 +6,12 @@ a non-zero exit and nothing written."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -26,31 +28,14 @@ CLASSES = ("zero", "one", "two", "three")
 SIZE = 16
 FORMATS = {"pytorch": ("onnx", "torchscript"), "mindspore": ("MINDIR", "ONNX")}
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript", "MINDIR": ".mindir", "ONNX": ".onnx"}
-# The README's own model ("Bring your own model and data"), at the data's size.
-OWN = {
-    "pytorch": """
-
-@model("mynet", input_shape=(3, 16, 16))
-def mynet(shape: DataShape) -> nn.Module:
-    channels, _, _ = shape.input
-    return nn.Sequential(
-        nn.Conv2d(channels, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
-        nn.Flatten(), nn.Linear(16 * 4 * 4, shape.num_classes),
-    )
-""",
-    "mindspore": """
-
-@model("mynet", input_shape=(3, 16, 16))
-def mynet(shape: DataShape) -> nn.Cell:
-    channels, height, width = shape.input
-    return nn.SequentialCell(
-        nn.Conv2d(channels, 16, 3, pad_mode="same", has_bias=True), nn.ReLU(),
-        nn.MaxPool2d(2, 2), nn.Flatten(),
-        nn.Dense(16 * (height // 2) * (width // 2), shape.num_classes),
-    )
-""",
-}
 MODELS = ("lenet", "mlp", "resnet", "mynet")
+
+
+def own_model(source: str) -> str:
+    """The example "your own model" of src/model.py's docstring, as printed there."""
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    example = doc[doc.index('@model("mynet"') : doc.index("and in config.yaml")]
+    return textwrap.dedent("    " + example.strip()) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +58,8 @@ def animals(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A project per framework, with the README's own model added to src/model.py."""
+    """A project per framework, with the example of src/model.py's docstring added to it
+    (the README's "Bring your own model and data" shows the same)."""
     made = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
@@ -84,7 +70,8 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 tmp_path_factory.mktemp(framework),
             )
             model = project / "src" / "model.py"
-            model.write_text(model.read_text(encoding="utf-8") + OWN[framework])
+            text = model.read_text(encoding="utf-8")
+            model.write_text(f"{text}\n\n{own_model(text)}")
             made[framework] = project
     return made
 

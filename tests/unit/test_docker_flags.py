@@ -11,13 +11,16 @@ def test_gpus_come_through_the_nvidia_runtime() -> None:
 
 
 def test_npus_are_device_nodes_with_the_drivers_files_and_group() -> None:
-    lines = run_flags("ascend", 6)
+    shm, *lines = run_flags("ascend", 6)
+    # Loader workers and HCCL share memory through /dev/shm: Docker's 64 MB would not do.
+    assert shm == "--shm-size=8g"
     assert lines[0].split() == [f"--device=/dev/davinci{n}" for n in range(4)]
     assert lines[1].split() == ["--device=/dev/davinci4", "--device=/dev/davinci5"]
     assert (
         lines[2] == "--device=/dev/davinci_manager --device=/dev/devmm_svm --device=/dev/hisi_hdc"
     )
     mounts = " ".join(lines[3:-1]).split()
+    assert "/usr/local/Ascend/add-ons:/usr/local/Ascend/add-ons:ro" in mounts
     assert mounts == [w for path in ASCEND_MOUNTS for w in ("-v", f"{path}:{path}:ro")]
     assert lines[-1] == '--group-add "$(stat -c %g /dev/davinci_manager)"'
 

@@ -135,11 +135,6 @@ class Backend(Protocol):
         (uint8 images, float32 rows), normalised as training did, on the run's device."""
         ...
 
-    def read_meta(self, path: Path) -> dict[str, Any]:
-        """What save wrote besides the weights: epoch, seed, model_name, classes, data_shape,
-        data_mean, data_std (those it holds)."""
-        ...
-
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         """Load model weights only, leaving layers in ``skip`` initialised."""
         ...

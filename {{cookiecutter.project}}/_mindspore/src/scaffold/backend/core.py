@@ -222,9 +222,6 @@ class MindSporeBackend:
         outputs = self.net(ms.Tensor(self.normalise(inputs)))
         return np.asarray(outputs.asnumpy(), dtype=np.float32)
 
-    def read_meta(self, path: Path) -> dict[str, Any]:
-        return read_meta(path)
-
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         params = load_params(path, "--pretrained")
         # Every parameter of the net: BatchNorm's running statistics are weights here too.

@@ -249,9 +249,6 @@ class TorchBackend:
             outputs = self.net(batch)
         return outputs.float().cpu().numpy()
 
-    def read_meta(self, path: Path) -> dict[str, Any]:
-        return read_meta(path)
-
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         state = load_state(path, "--pretrained", self.torch_device)
         # Our checkpoints hold {"model": state_dict, ...}; others are a bare state_dict.

@@ -39,8 +39,20 @@ for both targets runs cuda kinds on its CUDA image and ascendjob on its
 Ascend image; volcano needs --target there.
 
 Every pod runs bash /app/scripts/run_8p.sh --cluster KIND --join-timeout S
---nproc N [--data /data] [--output /output], one pod per node holding N
-devices (--devices-per-node), which may differ from the project's."""
+--nproc N [--master-port P] [--data /data] [--output /output], one pod per
+node holding N devices (--devices-per-node), which may differ from the
+project's.
+
+\b
+Ascend pods share their node's network, so each job has a port of its own:
+P, from a hash of its namespace and name into 20000-29999 (--port to
+choose one); CUDA pods keep the operators' default, 23456. On Atlas A3
+super pods (accelerator-type module-a3-16-super-pod) ascend-for-volcano
+takes a job of several pods only when each holds a whole node (16 NPUs),
+and sp-block, the NPUs of one logical super pod (default: the whole job),
+must be a multiple of 16 that divides the job's NPUs, at most 768 (48
+nodes); a one-pod job's sp-block is its NPUs. host-arch selects the nodes
+of the image's CPU: huawei-arm (aarch64) or huawei-x86 (x86_64)."""
 
 
 @click.group()
@@ -83,6 +95,17 @@ def job() -> None:
     metavar="LABEL",
     help="Ascend nodes' accelerator-type label (default by chip: module, module-910b-8, "
     "module-a3-16-super-pod).",
+)
+@click.option(
+    "--sp-block",
+    type=int,
+    metavar="NPUS",
+    help="A3 super pods: NPUs per logical super pod (default: the job's, up to 768).",
+)
+@click.option(
+    "--port",
+    type=int,
+    help="Ascend: the job's rendezvous port on the host network (default: from its name).",
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write."

@@ -9,9 +9,13 @@ from generator.jobs.spec import JobSpec
 
 API_VERSION = "mindxdl.gitee.com/v1"
 RING_LABEL = "ring-controller.atlas"
-# The operator finds the training container and its port by these names.
+# The operator finds the training container and its port by these names; the port it
+# gives the Service and the leader's MASTER_PORT/MS_SCHED_PORT is the container's
+# (Ascend/mind-cluster: component/ascend-operator/pkg/controllers/v1/service.go
+# getServiceIpAndPort; 2222 when none, pkg/api/v1/defaults.go). Pods on the host's network
+# take the job's own (spec.port, generator/jobs/ascend.py).
 CONTAINER = "ascend"
-PORT = {"name": "ascendjob-port", "containerPort": 2222}
+PORT_NAME = "ascendjob-port"
 # Whole-job reschedules the operator may make before the job fails.
 BACKOFF_LIMIT = 3
 # MindSpore's leader is the Scheduler: with NPUs it is node 0 and also trains (the
@@ -53,7 +57,7 @@ def documents(spec: JobSpec) -> list[Doc]:
 
 
 def _replica(spec: JobSpec, count: int) -> Doc:
-    main = pod.container(spec, CONTAINER, ports=[dict(PORT)])
+    main = pod.container(spec, CONTAINER, ports=[{"name": PORT_NAME, "containerPort": spec.port}])
     extra = {RING_LABEL: pod.ring_controller(spec)}
     template = pod.template(spec, main, extra_labels=extra)
     return {"replicas": count, "restartPolicy": "Never", "template": template}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.jobs.ascend import HOST_ARCH, HOST_ARCH_LABELS
 from generator.jobs.spec import RING_LABELS, JobSpec
 
 Doc = dict[str, Any]
@@ -16,8 +17,9 @@ JOB_LABEL = "train-template/job"
 GPU, NPU = "nvidia.com/gpu", "huawei.com/Ascend910"
 # ascend-for-volcano picks the scheduling handler by this node label (see spec.py).
 ACCELERATOR_TYPE = "accelerator-type"
-# A3 super pods: the NPUs of one logical super pod. The whole job is one, so every rank
-# shares one HCCS fabric; MindCluster reads it from the job's annotations.
+# A3 super pods: the NPUs of one logical super pod, as ascend-for-volcano accepts it
+# (generator/jobs/ascend.py sp_block, with its sources); MindCluster reads it from the job's
+# annotations.
 SP_BLOCK = "sp-block"
 # MindCluster's rank table: Ascend Operator fills the rings-config-<job> ConfigMap's
 # hccl.json once every pod is placed; the launcher waits for "status": "completed".
@@ -40,6 +42,9 @@ def command(spec: JobSpec) -> list[str]:
     args = ["bash", LAUNCHER, "--cluster", spec.kind, "--join-timeout", str(spec.join_timeout)]
     # The pod's size, whatever the project was generated for: its processes, one a device.
     args += ["--nproc", str(spec.devices_per_node)]
+    if spec.ascend:
+        # On the host's network: the job's own port, the one its operator is given too.
+        args += ["--master-port", str(spec.port)]
     if spec.data_pvc:
         args += ["--data", DATA_DIR]
     if spec.output_pvc:
@@ -129,10 +134,8 @@ def metadata(spec: JobSpec, extra: dict[str, str] | None = None, name: str = "")
 
 
 def job_annotations(spec: JobSpec) -> Doc:
-    """An Ascend job's scheduling annotations: the super pod block on A3 (910_93)."""
-    if spec.chip != "910_93":
-        return {}
-    return {SP_BLOCK: str(spec.nnodes * spec.devices_per_node)}
+    """An Ascend job's scheduling annotations: the super pod block on A3 super pods."""
+    return {SP_BLOCK: str(spec.sp_block)} if spec.sp_block else {}
 
 
 def affinity(spec: JobSpec) -> Doc:
@@ -143,11 +146,15 @@ def affinity(spec: JobSpec) -> Doc:
 
 
 def placement(spec: JobSpec) -> Doc:
-    """Where the pod runs: one per node; on Ascend, on nodes of the chip and on the host's
-    network, as MindCluster's examples run (HCCL and the rank table use the host's address)."""
+    """Where the pod runs: one per node; on Ascend, on nodes of the chip and the image's CPU,
+    on the host's network, as MindCluster's examples run (HCCL and the rank table use the
+    host's address)."""
     found: Doc = {"affinity": affinity(spec)}
     if spec.ascend:
-        found["nodeSelector"] = {ACCELERATOR_TYPE: spec.accelerator_type}
+        found["nodeSelector"] = {
+            ACCELERATOR_TYPE: spec.accelerator_type,
+            HOST_ARCH: HOST_ARCH_LABELS[spec.arch],
+        }
         # The job's Service names still resolve from the host's network.
         found.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
     return found

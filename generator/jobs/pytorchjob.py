@@ -8,9 +8,9 @@ from generator.jobs.spec import JobSpec
 
 API_VERSION = "kubeflow.org/v1"
 # The operator finds the training container by this name and the rendezvous port by
-# this port name; 23456 is its default.
+# this port name; 23456 (spec.port on CUDA) is its default.
 CONTAINER = "pytorch"
-PORT = {"name": "pytorchjob-port", "containerPort": 23456}
+PORT_NAME = "pytorchjob-port"
 # A failed container restarts in place, and torchrun's agents re-rendezvous; after
 # this many restarts across all pods the job fails instead of looping.
 BACKOFF_LIMIT = 3
@@ -40,5 +40,5 @@ def documents(spec: JobSpec) -> list[Doc]:
 
 
 def _replica(spec: JobSpec, count: int) -> Doc:
-    main = pod.container(spec, CONTAINER, ports=[dict(PORT)])
+    main = pod.container(spec, CONTAINER, ports=[{"name": PORT_NAME, "containerPort": spec.port}])
     return {"replicas": count, "restartPolicy": "OnFailure", "template": pod.template(spec, main)}

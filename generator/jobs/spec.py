@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import ImageUnknown, KindDoesNotFit, OptionError
-from generator.jobs import names
+from generator.jobs import ascend, names
 from generator.options import DEVICES_PER_NODE, MAX_NODES, Options
 
 KINDS = ("trainjob", "pytorchjob", "volcano", "ascendjob")
@@ -63,6 +63,8 @@ class JobRequest:
     trainer_version: str | None = None
     gang: str | None = None
     accelerator_type: str | None = None
+    sp_block: int | None = None
+    port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,12 @@ class JobSpec:
     gang: str = ""
     # Ascend: the nodes' accelerator-type label ascend-for-volcano picks its handler by.
     accelerator_type: str = ""
+    # A3 super pods: the job's sp-block annotation (NPUs per logical super pod); 0 when none.
+    sp_block: int = 0
+    # The launcher's rendezvous port: the job's own where pods share the host's network.
+    port: int = ascend.POD_PORT
+    # Ascend: the servers' CPU (aarch64 or x86_64), for the host-arch node selector.
+    arch: str = ""
 
     @property
     def ascend(self) -> bool:
@@ -274,22 +282,29 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
     chip = ascend_chip(record.chip, request.chip) if accelerator == "ascend" else ""
     if request.accelerator_type is not None and not chip:
         raise OptionError("--accelerator-type", "labels Ascend nodes; this job runs on cuda")
+    devices = _devices(devices, chip)
+    node_type = accelerator_type(chip, request.accelerator_type, devices) if chip else ""
+    name = _job_name(record, request, accelerator, nnodes)
     # Keyword arguments run in order: the image, which may read a file, comes last.
     return JobSpec(
         kind=request.kind,
         project=record.project,
         framework=record.framework,
         accelerator=accelerator,
-        name=_job_name(record, request, accelerator, nnodes),
+        name=name,
         nnodes=nnodes,
-        devices_per_node=_devices(devices, chip),
+        devices_per_node=devices,
         namespace=_optional(request.namespace, names.check_namespace),
         queue=_optional(request.queue, names.check_subdomain, "--queue", "queue"),
         data_pvc=_optional(request.data_pvc, names.check_subdomain, "--data-pvc", CLAIM),
         output_pvc=_optional(request.output_pvc, names.check_subdomain, "--output-pvc", CLAIM),
         join_timeout=_number("--join-timeout", request.join_timeout, 1, MAX_JOIN_TIMEOUT),
         chip=chip,
-        accelerator_type=accelerator_type(chip, request.accelerator_type, devices) if chip else "",
+        accelerator_type=node_type,
+        sp_block=ascend.sp_block(node_type, nnodes, devices, request.sp_block),
+        # Ascend pods run on the host's network (pod.placement).
+        port=ascend.port(request.port, bool(chip), name, request.namespace),
+        arch=record.image_arch("ascend") if chip else "",
         trainer_version=_trainer_version(request),
         gang=_gang(request, _trainer_version(request)),
         image=_image(request, project_dir, accelerator),

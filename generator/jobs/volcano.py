@@ -9,9 +9,10 @@ from generator.jobs.spec import JobSpec
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 RING_LABEL = "ring-controller.atlas"
-# The pytorch plugin sets MASTER_ADDR (the master pod's svc hostname), MASTER_PORT,
-# WORLD_SIZE (pods) and RANK (master 0, worker i+1); svc gives pods stable hostnames.
-PLUGINS = {"pytorch": ["--master=master", "--worker=worker", "--port=23456"], "svc": []}
+# The pytorch plugin sets MASTER_ADDR (the master pod's svc hostname), MASTER_PORT (--port:
+# spec.port, the job's own on Ascend's host network), WORLD_SIZE (pods) and RANK (master 0,
+# worker i+1); svc gives pods stable hostnames.
+PLUGINS = {"pytorch": ["--master=master", "--worker=worker"], "svc": []}
 # A failed rank fails the job (AbortJob): restarting the gang would fail the same way.
 # An evicted pod (node drained, preempted) reruns the whole gang, at most MAX_RETRY times.
 POLICIES = [
@@ -43,11 +44,17 @@ def documents(spec: JobSpec) -> list[Doc]:
             "minAvailable": spec.nnodes,
             "maxRetry": MAX_RETRY,
             "policies": [dict(p) for p in POLICIES],
-            "plugins": {name: list(args) for name, args in PLUGINS.items()},
+            "plugins": _plugins(spec),
             "tasks": tasks,
         },
     }
     return [_rings_config(spec), job] if spec.ascend else [job]
+
+
+def _plugins(spec: JobSpec) -> Doc:
+    found = {name: list(args) for name, args in PLUGINS.items()}
+    found["pytorch"].append(f"--port={spec.port}")
+    return found
 
 
 def _task(spec: JobSpec, name: str, count: int) -> Doc:

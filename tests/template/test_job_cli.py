@@ -161,3 +161,91 @@ def test_the_help_says_what_each_kind_guarantees(render_project: RenderProject) 
     ):
         assert kind in kinds and guarantee in kinds, (kind, guarantee)
     assert "scheduled as a gang" not in text  # said of every kind once, untrue of TrainJob
+
+
+# --- Ascend: A3 super pods, the host network's port, the nodes' CPU (issue 33) ---------------
+
+A3_PROJECT = {"framework": "mindspore", "target": "ascend", "nnodes": 2, "chip": "910_93"}
+# ascend-for-volcano's super-pod handler (Ascend/mind-cluster component/ascend-for-volcano/
+# internal/npu/ascend910/ascend910a3/superpod/frame.go): nodes x NPUs -> sp-block, or refused.
+A3_ACCEPTED = [
+    (["--nnodes", "1", "--devices-per-node", "8"], "8"),
+    (["--nnodes", "1", "--devices-per-node", "16"], "16"),
+    (["--nnodes", "2", "--devices-per-node", "16"], "32"),
+    (["--nnodes", "64", "--devices-per-node", "16", "--sp-block", "512"], "512"),
+]
+SCHEDULER = "ascend-for-volcano"
+A3_REFUSED = [
+    (
+        ["--nnodes", "2", "--devices-per-node", "8"],
+        [SCHEDULER, "whole node", "--devices-per-node 16"],
+    ),
+    (["--nnodes", "64", "--devices-per-node", "8"], [SCHEDULER, "--devices-per-node 16"]),
+    (["--nnodes", "64", "--devices-per-node", "16"], [SCHEDULER, "768", "--sp-block 512"]),
+    (["--devices-per-node", "16", "--sp-block", "100"], [SCHEDULER, "--sp-block: 100", "of 16"]),
+    (["--nnodes", "1", "--sp-block", "16"], [SCHEDULER, "--sp-block: 16", "its NPUs (8)"]),
+    (["--devices-per-node", "16", "--port", "80"], ["--port: 80", "1024 to 65535"]),
+]
+
+
+def _job(text: str) -> dict:
+    return list(yaml.safe_load_all(text))[-1]
+
+
+def test_a3_shapes_render_with_their_sp_block_or_are_one_error_line(
+    render_project: RenderProject,
+) -> None:
+    project = _project(render_project, **A3_PROJECT)
+    for args, sp_block in A3_ACCEPTED:
+        result = gen("job", "render", "--kind", "ascendjob", *args, cwd=project)
+        assert result.returncode == 0, result.stderr
+        assert _job(result.stdout)["metadata"]["annotations"] == {"sp-block": sp_block}
+    for args, words in A3_REFUSED:
+        result = gen("job", "render", "--kind", "volcano", *args, cwd=project)
+        _one_error(result, *words)
+        assert result.returncode == 2
+
+
+def _ports(node: object) -> set[int]:
+    """Every port a job's documents name: container ports, --port=, --master-port."""
+    found: set[int] = set()
+    if isinstance(node, dict):
+        found |= {node["containerPort"]} if "containerPort" in node else set()
+        for value in node.values():
+            found |= _ports(value)
+    elif isinstance(node, list):
+        words = [w for w in node if isinstance(w, str)]
+        found |= {int(w.removeprefix("--port=")) for w in words if w.startswith("--port=")}
+        if "--master-port" in words:
+            found.add(int(words[words.index("--master-port") + 1]))
+        for value in node:
+            found |= _ports(value)
+    return found
+
+
+def test_each_ascend_job_has_a_port_of_its_own_unless_told(render_project: RenderProject) -> None:
+    project = _project(render_project, framework="pytorch", target="ascend")
+    ports = []
+    for name in ("run-a", "run-b"):
+        result = gen("job", "render", "--kind", "ascendjob", "--name", name, cwd=project)
+        assert result.returncode == 0, result.stderr
+        # The same in the container and the launcher's command of every pod.
+        (port,) = _ports(list(yaml.safe_load_all(result.stdout)))
+        assert 20000 <= port <= 29999
+        ports.append(port)
+    assert ports[0] != ports[1]
+    told = gen("job", "render", "--kind", "volcano", "--port", "31000", cwd=project)
+    assert told.returncode == 0, told.stderr
+    assert _ports(list(yaml.safe_load_all(told.stdout))) == {31000}
+
+
+def test_ascend_nodes_are_selected_by_the_projects_cpu(render_project: RenderProject) -> None:
+    for arch, label in (("auto", "huawei-arm"), ("x86_64", "huawei-x86")):
+        project = _project(render_project, project=f"demo-{arch[:3]}", target="ascend", arch=arch)
+        result = gen("job", "render", "--kind", "ascendjob", cwd=project)
+        assert result.returncode == 0, result.stderr
+        # Beside the accelerator-type in every pod's nodeSelector.
+        selectors = result.stdout.count("accelerator-type: ")
+        assert result.stdout.count(f"host-arch: {label}\n") == selectors > 0
+    cuda = gen("job", "render", "--kind", "pytorchjob", cwd=_project(render_project, project="gpu"))
+    assert cuda.returncode == 0 and "host-arch" not in cuda.stdout

@@ -138,6 +138,7 @@ def check_rules(docs: list[dict[str, Any]], asked: Asked) -> None:
         main = _main_container(job, template)
         _check_container(main, template, asked)
     _check_kind(job, asked)
+    _check_port(docs, asked)
     if asked.kind == "volcano" and asked.accelerator == "ascend":
         _check_rank_table(docs, asked)
     elif asked.kind == "trainjob" and asked.variant.get("queue"):
@@ -223,6 +224,46 @@ def _check_kind(job: dict[str, Any], asked: Asked) -> None:
 def _assert_port(job: dict[str, Any], name: str) -> None:
     for template, _, _ in _pods([job]):
         assert [p["name"] for p in template["spec"]["containers"][0]["ports"]] == [name]
+
+
+# Ascend pods share their node's network: each job has a port of its own in this range
+# (a hash of its name); pods off the host's network keep the operators' default.
+JOB_PORTS = range(20000, 30000)
+POD_PORT = 23456
+
+
+def job_ports(docs: list[dict[str, Any]]) -> set[int]:
+    """Every port the job's documents name: container ports, Volcano's --port=, --master-port."""
+    found: set[int] = set()
+    job = docs[-1]
+    for arg in job["spec"].get("plugins", {}).get("pytorch", []):
+        if arg.startswith("--port="):
+            found.add(int(arg.removeprefix("--port=")))
+    for template, _, _ in _pods(docs):
+        main = _main_container(job, template)
+        found |= {p["containerPort"] for p in template["spec"]["containers"][0].get("ports", [])}
+        port = _command_port(main["command"])
+        if port is not None:
+            found.add(port)
+    return found
+
+
+def _command_port(command: list[str]) -> int | None:
+    if "--master-port" not in command:
+        return None
+    return int(command[command.index("--master-port") + 1])
+
+
+def _check_port(docs: list[dict[str, Any]], asked: Asked) -> None:
+    """One port in every place a job names it; the job's own where pods use the host's network."""
+    found = job_ports(docs)
+    if asked.kind == "trainjob":
+        assert found == set()  # Trainer's torch plugin picks the port
+    elif asked.accelerator == "ascend":
+        (port,) = found
+        assert port in JOB_PORTS
+    else:
+        assert found == {POD_PORT}
 
 
 def _check_names(docs: list[dict[str, Any]], asked: Asked) -> None:
@@ -312,7 +353,9 @@ def _check_container(main: dict[str, Any], template: dict[str, Any], asked: Aske
         "limits": {resource: asked.devices},
     }
     assert main["image"] == IMAGE
-    assert main["command"] == _expected_command(asked)
+    # Ascend: the port is checked against the job's others in _check_port.
+    port = _command_port(main["command"]) if asked.accelerator == "ascend" else None
+    assert main["command"] == _expected_command(asked, port)
     mounts = main["volumeMounts"]
     assert _volume(template, mounts, "/dev/shm") == {
         "name": "dshm",
@@ -334,11 +377,14 @@ def _check_container(main: dict[str, Any], template: dict[str, Any], asked: Aske
     assert main["name"] == expected_name.get(asked.kind, asked.framework)
 
 
-def _expected_command(asked: Asked) -> list[str]:
+def _expected_command(asked: Asked, port: int | None) -> list[str]:
     timeout = str(asked.variant.get("join_timeout", 600))
     command = ["bash", "/app/scripts/run_8p.sh", "--cluster", asked.kind, "--join-timeout", timeout]
     # The pod's size is said, so a pod of another size than the project's trains on its own.
     command += ["--nproc", str(asked.devices)]
+    if asked.accelerator == "ascend":
+        # On the host's network the launcher is told the job's own port.
+        command += ["--master-port", str(port)]
     if asked.variant.get("data_pvc"):
         command += ["--data", "/data"]
     if asked.variant.get("output_pvc"):
@@ -353,10 +399,16 @@ def _check_ascend_pod(template: dict[str, Any], mounts: list[dict], env: dict[st
     assert env["XDL_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
     assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
     assert template["metadata"]["labels"]["ring-controller.atlas"] == "ascend-910b"
-    # ascend-for-volcano's 910B handler, and the host's network as MindCluster runs its pods.
-    assert template["spec"]["nodeSelector"] == {"accelerator-type": "module-910b-8"}
+    # ascend-for-volcano's 910B handler on Kunpeng (arm) hosts, and the host's network as
+    # MindCluster runs its pods.
+    assert template["spec"]["nodeSelector"] == _on_arm("module-910b-8")
     assert template["spec"]["hostNetwork"] is True
     assert template["spec"]["dnsPolicy"] == "ClusterFirstWithHostNet"
+
+
+def _on_arm(accelerator_type: str) -> dict[str, str]:
+    """An Ascend pod's nodeSelector: the chip's handler, on Kunpeng (arm) hosts by default."""
+    return {"accelerator-type": accelerator_type, "host-arch": "huawei-arm"}
 
 
 def _check_rank_table(docs: list[dict[str, Any]], asked: Asked) -> None:
@@ -444,14 +496,17 @@ def test_an_a3_job_takes_whole_16_npu_nodes_as_one_super_pod() -> None:
         docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
         job = docs[-1]
         assert job["metadata"]["annotations"] == {"sp-block": "48"}
-        for template, _, _ in _pods(docs):
-            assert template["spec"]["nodeSelector"] == {
-                "accelerator-type": "module-a3-16-super-pod"
-            }
-            resources = template["spec"]["containers"][0]["resources"]
-            assert resources["limits"] == {"huawei.com/Ascend910": 16}
-        for doc in docs:
-            assert k8s_schema.problems(doc) == []
+        _check_16_npu_pods(docs, "module-a3-16-super-pod")
+
+
+def _check_16_npu_pods(docs: list[dict[str, Any]], accelerator_type: str) -> None:
+    """Pods of 16 NPUs on the servers of 16, in manifests the server accepts."""
+    for template, _, _ in _pods(docs):
+        assert template["spec"]["nodeSelector"] == _on_arm(accelerator_type)
+        resources = template["spec"]["containers"][0]["resources"]
+        assert resources["limits"] == {"huawei.com/Ascend910": 16}
+    for doc in docs:
+        assert k8s_schema.problems(doc) == []
 
 
 @pytest.mark.parametrize(("chip", "label"), [("910", "module"), ("910b", "module-910b-8")])
@@ -461,7 +516,7 @@ def test_ascend_nodes_are_selected_by_chip_unless_told(chip: str, label: str) ->
         request = jobs.JobRequest(kind="ascendjob", image=IMAGE, chip=chip, **asked)
         docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
         for template, _, _ in _pods(docs):
-            assert template["spec"]["nodeSelector"] == {"accelerator-type": expected}
+            assert template["spec"]["nodeSelector"] == _on_arm(expected)
         assert "annotations" not in docs[-1]["metadata"]  # sp-block is A3's alone
 
 
@@ -470,9 +525,4 @@ def test_an_a2_pod_of_16_npus_goes_to_a_box16_server() -> None:
     record = Options(project="demo", framework="pytorch", target="ascend")
     request = jobs.JobRequest(kind="ascendjob", image=IMAGE, chip="910b", devices_per_node=16)
     docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
-    for template, _, _ in _pods(docs):
-        assert template["spec"]["nodeSelector"] == {"accelerator-type": "module-910b-16"}
-        resources = template["spec"]["containers"][0]["resources"]
-        assert resources["limits"] == {"huawei.com/Ascend910": 16}
-    for doc in docs:
-        assert k8s_schema.problems(doc) == []
+    _check_16_npu_pods(docs, "module-910b-16")

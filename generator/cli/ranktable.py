@@ -67,7 +67,7 @@ def ranktable() -> None:
 
 @ranktable.command()
 @click.option("--server-ip", required=True, help="This server's host IP (server_id).")
-@click.option("--devices", default="0-7", show_default=True, help="Device ids: 0-7, 0,1,2,3 ...")
+@click.option("--devices", help="Device ids: 0-7, 0,1,2,3 ...  [default: 0-7; 0-15 on 910_93]")
 @click.option("--device-ips", help="Comma-separated device NIC IPs, one per device.")
 @click.option(
     "--hccn-conf",
@@ -75,23 +75,45 @@ def ranktable() -> None:
     help="Read device IPs from address_N= lines (default /etc/hccn.conf).",
 )
 @CHIP
+@click.option(
+    "--version",
+    "version",
+    type=click.Choice(["1.0", "1.2"]),
+    help="1.2 (A3 super pods; the default on 910_93) or 1.0 (the default elsewhere).",
+)
+@click.option(
+    "--spod-info",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="1.2: each device's `npu-smi info -t spod-info -i N -c M` output after its command "
+    "line, recorded on the node (default: run npu-smi here).",
+)
+@click.option(
+    "--super-pod-id", help="1.2: the server's super pod (default: npu-smi's Super Pod ID)."
+)
 @OUTPUT
 @FORCE
 def generate(
     server_ip: str,
-    devices: str,
+    devices: str | None,
     device_ips: str | None,
     hccn_conf: Path | None,
     chip: str | None,
+    version: str | None,
+    spod_info: Path | None,
+    super_pod_id: str | None,
     output: Path,
     force: bool,
 ) -> None:
-    """Write a one-server rank table (version 1.0)."""
+    """Write a one-server rank table: version 1.0, or 1.2 on an A3 (910_93) with each
+    device's super_device_id and the server's super pod, from npu-smi's spod-info."""
+    chip = _chip(chip)
     with _rank_table_errors():
-        ids = rt.parse_device_ids(devices)
+        ids = rt.parse_device_ids(devices or ("0-15" if chip == rt.A3_CHIP else "0-7"))
+        spod = spod_info.read_text(encoding="utf-8") if spod_info else None
+        sdids, pod = rt.a3_ids(ids, chip, version, spod, super_pod_id)
         if device_ips:
             ips = [ip.strip() for ip in device_ips.split(",")]
-            table = rt.generate(server_ip, ids, ips, _chip(chip))
+            table = rt.generate(server_ip, ids, ips, chip, sdids, pod)
         else:
             conf = hccn_conf or Path("/etc/hccn.conf")
             if not conf.is_file():
@@ -99,7 +121,7 @@ def generate(
                     [f"device ips: give --device-ips or --hccn-conf ({conf} does not exist)"]
                 )
             text = conf.read_text(encoding="utf-8")
-            table = rt.generate_from_hccn(server_ip, ids, text, _chip(chip))
+            table = rt.generate_from_hccn(server_ip, ids, text, chip, sdids, pod)
     _write(table, output, force)
 
 

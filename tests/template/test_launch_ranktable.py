@@ -153,6 +153,42 @@ def test_a_version_1_2_table_is_accepted(ms_ascend: Path, tmp_path: Path) -> Non
     assert ranks(result.stdout) == [(4, r, r) for r in range(4)]
 
 
+def test_an_a3_super_pod_table_gives_this_node_its_ranks(ms_ascend: Path, tmp_path: Path) -> None:
+    """A 1.2 table of two A3 servers named as MindCluster names them (node_N, host_ip): this
+    host, the second entry, is found by its host_ip and runs ranks 4-7 on the devices the
+    table gives each (listed 3 to 0 here); the ranks are given the 1.2 table itself."""
+    nodes = [
+        ranktable.generate(
+            ip,
+            devices,
+            [f"10.{n}.0.{d}" for d in devices],
+            "910_93",
+            [str(37748736 + 65536 * n + d) for d in devices],
+            "0",
+        )
+        for n, (ip, devices) in enumerate(
+            [("10.250.0.8", [0, 1, 2, 3]), (this_host(), [3, 2, 1, 0])]
+        )
+    ]
+    data = ranktable.merge(nodes, "910_93").to_dict()
+    for n, server in enumerate(data["server_list"]):
+        server.update(server_id=f"node_{n}", host_ip=server["server_id"])
+        data["super_pod_list"][0]["server_list"][n]["server_id"] = f"node_{n}"
+    path = tmp_path / "hccl.json"
+    path.write_text(json.dumps(data))
+    result = dry_run(ms_ascend, "--rank-table", str(path), "--chip", "910_93")
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == [(8, 4, 3), (8, 5, 2), (8, 6, 1), (8, 7, 0)]
+    assert {found[0] for found in RANK_LINE.findall(result.stdout)} == {str(path)}
+    # The project's chip (910b) takes no 1.2 table: one line before any rank starts.
+    refused = dry_run(ms_ascend, "--rank-table", str(path))
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert refused.stderr.rstrip().endswith(
+        "version: '1.2' is the Atlas A3 super-pod table (chip 910_93); a 910b table is version "
+        "'1.0'"
+    )
+
+
 def test_the_chip_picks_the_rules(ms_ascend: Path, tmp_path: Path) -> None:
     # Devices 3 and 4 cross the 0-3 / 4-7 groups, which only the first 910 forbids; the
     # project's chip (910b) takes them.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -209,12 +210,15 @@ def test_example_tables_are_valid_for_every_size() -> None:
             assert rt.loads(table.dumps()).rank_size == devices * nodes
 
 
-def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def gen(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`gen ranktable ARGS`; ``path`` replaces PATH (where npu-smi is looked for)."""
+    env = {**os.environ, "PATH": path} if path is not None else None
     return subprocess.run(
         [sys.executable, "-m", "generator", "ranktable", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
+        env=env,
     )
 
 
@@ -289,23 +293,47 @@ def test_cli_refuses_to_overwrite_and_reports_each_problem(tmp_path: Path) -> No
     ]
 
 
-def test_standalone_script_checks_like_gen(tmp_path: Path) -> None:
-    """The copy generated projects carry runs with nothing but Python."""
+def _standalone(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """scripts/rank_table.py ARGS as generated projects carry it, with nothing but Python."""
     from local_extensions import module_source
 
     script = tmp_path / "rank_table.py"
     script.write_text(module_source("ranktable"))
     for sibling in ("ranktable_model", "ranktable_node", "ranktable_rules"):
         (tmp_path / f"{sibling}.py").write_text(module_source(sibling))
-    (tmp_path / "t.json").write_text(rt.example(8).dumps())
-    result = subprocess.run(
-        [sys.executable, "-S", "-E", str(script), "check", "t.json"],
+    return subprocess.run(
+        [sys.executable, "-S", "-E", str(script), *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
+        env={**os.environ, "PATH": "/nonexistent"},
     )
+
+
+def test_standalone_script_checks_like_gen(tmp_path: Path) -> None:
+    """The copy generated projects carry runs with nothing but Python."""
+    (tmp_path / "t.json").write_text(rt.example(8).dumps())
+    result = _standalone(tmp_path, "check", "t.json")
     assert result.returncode == 0, result.stderr
     assert "8 rank(s)" in result.stdout
+
+
+def test_standalone_script_generates_an_a3_table(tmp_path: Path) -> None:
+    """On an A3 node the shipped script writes 1.2 from hccn.conf and npu-smi's spod-info
+    (here recorded), and checks it by the A3's rules."""
+    (tmp_path / "hccn.conf").write_text(HCCN16)
+    args = ("--chip", "910_93", "--server-ip", "10.0.0.1", "--hccn-conf", "hccn.conf")
+    made = _standalone(tmp_path, "generate", *args, "--spod-info", str(SPOD), "-o", "a3.json")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.strip().endswith("10.0.0.1 (16); super pod(s) 0")
+    assert _standalone(tmp_path, "check", "--chip", "910_93", "a3.json").returncode == 0
+    refused = _standalone(tmp_path, "check", "a3.json")  # its default chip, 910b
+    assert refused.stderr.splitlines() == [
+        "error: version: '1.2' is the Atlas A3 super-pod table (chip 910_93); a 910b table "
+        "is version '1.0'"
+    ]
+    missing = _standalone(tmp_path, "generate", *args, "-o", "b.json")
+    assert missing.stderr.splitlines() == [f"error: {rt.NO_SDIDS}"]
 
 
 # --- chips, formats, conversion, a node's entry ---------------------------------------------
@@ -396,7 +424,7 @@ def _pod(pod_id: str, *servers: str) -> dict:
         ),
         (
             _a3([_pod("0", "node_0", "node_1")], ["0", "1", "2", None]),
-            "super_pod_list[0]: rank 3 has no super_device_id",
+            "super_device_id: missing on rank(s) 3; version 1.2 needs it on every device",
         ),
         (
             _a3([_pod("0", "node_0", "node_1")], ["0", "1", "2", "x3"]),
@@ -404,8 +432,23 @@ def _pod(pod_id: str, *servers: str) -> dict:
         ),
         (_a3([_pod("0", "node_0"), _pod("0", "node_1")]), "super_pod_id: '0' appears twice"),
         (_a3([{"server_list": []}]), "super_pod_list[0]: needs a super_pod_id"),
+        (
+            {k: v for k, v in _a3([]).items() if k != "super_pod_list"},
+            "super_pod_list: a version 1.2 table lists its super pods",
+        ),
     ],
-    ids=["good", "unplaced", "twice", "unknown", "sdid twice", "no sdid", "sdid", "id", "empty"],
+    ids=[
+        "good",
+        "unplaced",
+        "twice",
+        "unknown",
+        "sdid twice",
+        "no sdid",
+        "sdid",
+        "id",
+        "empty",
+        "no pods",
+    ],
 )
 def test_super_pods_follow_hccls_rules(table: dict, problem: str | None) -> None:
     if problem is None:
@@ -532,13 +575,15 @@ def test_cli_chip_defaults_to_the_projects_answer_and_convert_keeps_the_version(
     assert refused.returncode == 1 and "a 910 server uses 1, 2, 4, 8" in refused.stderr
     assert gen("check", "t.json", "--chip", "910b", cwd=tmp_path).returncode == 0
     (tmp_path / ".train-template.json").unlink()
-    table = _table(_server("n1", range(2), 0, host_ip="10.0.0.5"), version="1.2")
-    (tmp_path / "hccl.json").write_text(json.dumps(table))
-    result = gen("convert", "hccl.json", "-o", "out.json", cwd=tmp_path)
+    (tmp_path / "hccl.json").write_text((A3_DATA / "a3_node0.json").read_text())
+    a3 = ("--chip", "910_93")
+    result = gen("convert", "hccl.json", *a3, "-o", "out.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     converted = json.loads((tmp_path / "out.json").read_text())
-    assert converted["version"] == "1.2" and converted["server_list"][0]["server_id"] == "10.0.0.5"
-    result = gen("convert", "hccl.json", "--version", "1.0", "-o", "v1.json", cwd=tmp_path)
+    assert converted["version"] == "1.2"
+    assert converted["server_list"][0]["server_id"] == "172.16.0.100"
+    assert converted["super_pod_list"][0]["server_list"] == [{"server_id": "172.16.0.100"}]
+    result = gen("convert", "hccl.json", *a3, "--version", "1.0", "-o", "v1.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "v1.json").read_text())["version"] == "1.0"
 
@@ -555,3 +600,160 @@ def test_the_device_nodes_say_which_devices_a_container_holds(tmp_path: Path) ->
     # No NPU here at all: the table's ids are used as they are (bare metal's numbering).
     assert rt.visible_devices({}, tmp_path / "empty") is None
     assert rt.local_indexes([4, 5], None) == [4, 5]
+
+
+# --- Atlas A3: generate writes version 1.2, check keeps it to the A3 ------------------------
+SPOD = A3_DATA / "a3_spod_info.txt"
+HCCN16 = "".join(f"address_{d}=192.168.{100 + d % 2}.{d // 2 + 1}\n" for d in range(16))
+NO_NPU_SMI = "/nonexistent"  # a PATH without npu-smi
+A3 = ("--chip", "910_93")
+
+
+def _a3_node(tmp_path: Path, name: str, *args: str, path: str = NO_NPU_SMI) -> dict:
+    """`gen ranktable generate --chip 910_93 ARGS` with a 16-device hccn.conf, as JSON."""
+    (tmp_path / "hccn.conf").write_text(HCCN16)
+    made = gen(
+        "generate", *A3, "--hccn-conf", "hccn.conf", *args, "-o", name, cwd=tmp_path, path=path
+    )
+    assert made.returncode == 0, made.stderr
+    return json.loads((tmp_path / name).read_text())
+
+
+def _fake_npu_smi(tmp_path: Path, pod: str) -> str:
+    """A directory holding an npu-smi whose spod-info gives device 2N+M the SDID 1000+2N+M."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "npu-smi"
+    # npu-smi info -t spod-info -i N -c M
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo "SDID                           : $((1000 + $5 * 2 + $7))"\n'
+        f'echo "Super Pod ID                   : {pod}"\n'
+    )
+    script.chmod(0o755)
+    return str(bin_dir)
+
+
+def test_generate_on_an_a3_writes_version_1_2_that_check_accepts(tmp_path: Path) -> None:
+    data = _a3_node(tmp_path, "a3.json", "--server-ip", "10.0.0.1", "--spod-info", str(SPOD))
+    assert (data["version"], data["server_count"]) == ("1.2", "1")
+    assert data["super_pod_list"] == [
+        {"super_pod_id": "0", "server_list": [{"server_id": "10.0.0.1"}]}
+    ]
+    devices = data["server_list"][0]["device"]
+    assert [d["device_id"] for d in devices] == [str(d) for d in range(16)]  # an A3's 16
+    assert [d["super_device_id"] for d in devices] == [str(16777216 + 65536 * d) for d in range(16)]
+    assert devices[3]["device_ip"] == "192.168.101.2" and devices[3]["rank_id"] == "3"
+    checked = gen("check", *A3, "a3.json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == (
+        "rank table 1.2: 1 server(s), 16 rank(s): 10.0.0.1 (16); super pod(s) 0"
+    )
+
+
+def test_generate_on_an_a3_node_asks_its_npu_smi(tmp_path: Path) -> None:
+    """Without --spod-info, the node's own npu-smi gives the SDIDs and the super pod;
+    --super-pod-id puts the server in another (a logical one), and merged nodes of one
+    super pod id are one pod."""
+    npu_smi = _fake_npu_smi(tmp_path, "7")
+    ips = ",".join(f"10.9.0.{d}" for d in range(4))
+    args = ("--server-ip", "10.0.0.2", "--devices", "0-3", "--device-ips", ips)
+    data = _a3_node(tmp_path, "b.json", *args, path=npu_smi)
+    assert [d["super_device_id"] for d in data["server_list"][0]["device"]] == [
+        "1000",
+        "1001",
+        "1002",
+        "1003",
+    ]
+    assert data["super_pod_list"][0]["super_pod_id"] == "7"
+    _a3_node(tmp_path, "b0.json", *args, "--super-pod-id", "0", path=npu_smi)
+    here = ("--server-ip", "10.0.0.1", "--devices", "0-3")
+    _a3_node(tmp_path, "a0.json", *here, "--spod-info", str(SPOD))
+    merged = gen("merge", *A3, "a0.json", "b0.json", "-o", "ab.json", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    pods = json.loads((tmp_path / "ab.json").read_text())["super_pod_list"]
+    assert pods == [
+        {"super_pod_id": "0", "server_list": [{"server_id": "10.0.0.1"}, {"server_id": "10.0.0.2"}]}
+    ]
+
+
+def test_generate_on_an_a3_says_in_one_line_what_is_missing(tmp_path: Path) -> None:
+    (tmp_path / "hccn.conf").write_text(HCCN16)
+    args = ("generate", *A3, "--server-ip", "10.0.0.1", "--hccn-conf", "hccn.conf")
+    refused = gen(*args, "-o", "t.json", cwd=tmp_path, path=NO_NPU_SMI)
+    assert refused.returncode == 1 and not (tmp_path / "t.json").exists()
+    assert refused.stderr.splitlines() == [f"error: {rt.NO_SDIDS}"]
+    assert "--spod-info FILE" in rt.NO_SDIDS and "--version 1.0" in rt.NO_SDIDS
+    # A3 servers outside a super pod: version 1.0, no SDIDs needed.
+    plain = gen(*args, "--version", "1.0", "-o", "t.json", cwd=tmp_path, path=NO_NPU_SMI)
+    assert plain.returncode == 0, plain.stderr
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert data["version"] == "1.0" and "super_pod_list" not in data
+    assert "super_device_id" not in data["server_list"][0]["device"][0]
+    off_a3 = gen(
+        *args[:1], "--chip", "910b", *args[3:], "--version", "1.2", "-o", "u.json", cwd=tmp_path
+    )
+    assert off_a3.stderr.splitlines() == [
+        "error: --version 1.2 is the Atlas A3 super-pod table (chip 910_93), not 910b's"
+    ]
+
+
+def _check_one_line(tmp_path: Path, data: dict, chip: str) -> str:
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    result = gen("check", "--chip", chip, "t.json", cwd=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    return line
+
+
+def test_check_refuses_a_1_2_table_without_super_device_ids_in_one_line(tmp_path: Path) -> None:
+    data = _a3_node(tmp_path, "a3.json", "--server-ip", "10.0.0.1", "--spod-info", str(SPOD))
+    for device in data["server_list"][0]["device"]:
+        del device["super_device_id"]
+    assert _check_one_line(tmp_path, data, "910_93") == (
+        "error: super_device_id: missing on rank(s) 0, 1, 2, 3, 4, 5, 6, 7 and 8 more; version "
+        "1.2 needs it on every device (npu-smi info -t spod-info -i N -c M shows each "
+        "device's SDID)"
+    )
+
+
+def test_check_refuses_a_server_in_no_super_pod_in_one_line(tmp_path: Path) -> None:
+    data = json.loads((A3_DATA / "a3_merged.json").read_text())
+    data["super_pod_list"][0]["server_list"].pop()
+    assert _check_one_line(tmp_path, data, "910_93") == (
+        "error: super_pod_list: servers ['node_1'] are in no super pod"
+    )
+
+
+def test_a_1_2_table_is_refused_off_the_a3_in_one_line(tmp_path: Path) -> None:
+    data = json.loads((A3_DATA / "a3_merged.json").read_text())
+    assert rt.validate(data, "910_93").version == "1.2"
+    assert _check_one_line(tmp_path, data, "910b") == (
+        "error: version: '1.2' is the Atlas A3 super-pod table (chip 910_93); a 910b table is "
+        "version '1.0'"
+    )
+
+
+@pytest.mark.parametrize("chip", ["910", "910b", "910_93"])
+def test_version_1_0_tables_keep_working_on_every_chip(tmp_path: Path, chip: str) -> None:
+    (tmp_path / "t.json").write_text(rt.example(8, 2).dumps())
+    result = gen("check", "--chip", chip, "t.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("rank table 1.0: 2 server(s), 16 rank(s)")
+
+
+def test_recorded_spod_info_is_read_by_its_command_lines() -> None:
+    spod = rt.read_spod_info(SPOD.read_text())
+    assert sorted(spod) == list(range(16))
+    assert spod[3] == {"SDID": str(16777216 + 3 * 65536), "Super Pod ID": "0"}
+    with pytest.raises(rt.RankTableError, match=r"'SDID : 5' comes before any `npu-smi info"):
+        rt.read_spod_info("SDID : 5\n")
+    with pytest.raises(
+        rt.RankTableError,
+        match=r"no SDID for device\(s\) 16 \(device 16's: `npu-smi info -t spod-info -i 8 -c 0`",
+    ):
+        rt.a3_ids([15, 16], "910_93", spod_info=SPOD.read_text())
+    two = SPOD.read_text().replace("Super Pod ID                   : 0", "Super Pod ID : 1", 1)
+    with pytest.raises(rt.RankTableError, match="super pod ids 0, 1: pass --super-pod-id"):
+        rt.a3_ids([0, 1], "910_93", spod_info=two)
+    assert rt.a3_ids([0, 1], "910_93", spod_info=two, super_pod_id="s0")[1] == "s0"

@@ -99,7 +99,8 @@ class RankTable:
 
     def summary(self) -> str:
         servers = ", ".join(f"{s.server_id} ({len(s.devices)})" for s in self.servers)
+        pods = ", ".join(p.super_pod_id for p in self.super_pods)
         return (
             f"rank table {self.version}: {len(self.servers)} server(s), "
-            f"{self.rank_size} rank(s): {servers}"
+            f"{self.rank_size} rank(s): {servers}" + (f"; super pod(s) {pods}" if pods else "")
         )

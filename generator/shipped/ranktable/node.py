@@ -8,9 +8,11 @@ scripts/ranktable_node.py beside scripts/rank_table.py.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Dict, Mapping, Sequence
 
 from generator.shipped.ranktable.model import RankTable, RankTableError, Server
 
@@ -156,3 +158,100 @@ def local_indexes(physical: Sequence[int], visible: list[int] | None) -> list[in
 
 def _ids(ids: Sequence[int]) -> str:
     return ",".join(str(i) for i in ids)
+
+
+# --- Atlas A3: each device's SDID and super pod, as this node's npu-smi gives them ------------
+# `npu-smi info -t spod-info -i N -c M` prints "SDID : 16777216", "Super Pod Size : 384",
+# "Super Pod ID : 0" and "Server Index : 4" (hicann/shmem examples/rma_d2h_demo/README_en.md);
+# the SDID is the device's super_device_id (CANN HCCL troubleshooting, "devices have same
+# superDeviceId": "回显中的“SDID”即为superDeviceID"), the Super Pod ID what HCCL takes for its
+# super pod without a table (CANN env reference, HCCL_LOGIC_SUPERPOD_ID). N is the NPU, M its
+# die: an A3 NPU holds two devices (CANN HCCL user guide hcclug_000066), device_id = 2N + M
+# (vllm-project/vllm-ascend examples/disaggregated_prefill_v1/gen_ranktable.py:
+# device_id = card_id * chips_per_card + chip_id).
+DIES_PER_NPU = 2
+SPOD_COMMAND = re.compile(r"spod-info\s+-i\s+(\d+)\s+-c\s+(\d+)")
+SPOD_VALUE = re.compile(r"\s*(SDID|Super Pod ID)\s*:\s*(\S+)\s*")
+SpodInfo = Dict[int, Dict[str, str]]
+
+
+def spod_command(device_id: int) -> str:
+    """The npu-smi command that shows ``device_id``'s SDID and super pod."""
+    npu, die = divmod(device_id, DIES_PER_NPU)
+    return f"npu-smi info -t spod-info -i {npu} -c {die}"
+
+
+def read_spod_info(text: str) -> SpodInfo:
+    """Each device's "SDID" and "Super Pod ID" from recorded ``spod_command`` outputs, each
+    after its command line (``for i in 0 .. 7; for c in 0 1: echo the command; run it``)."""
+    found: SpodInfo = {}
+    device: int | None = None
+    for line in text.splitlines():
+        command = SPOD_COMMAND.search(line)
+        value = SPOD_VALUE.fullmatch(line)
+        if command:
+            device = int(command.group(1)) * DIES_PER_NPU + int(command.group(2))
+        elif value and device is None:
+            raise RankTableError(
+                [
+                    f"spod-info: {line.strip()!r} comes before any `npu-smi info -t spod-info "
+                    "-i N -c M` line: record each device's command line above its output"
+                ]
+            )
+        elif value and device is not None:
+            found.setdefault(device, {})[value.group(1)] = value.group(2)
+    return found
+
+
+def query_spod_info(device_ids: Sequence[int]) -> str | None:
+    """This node's ``spod_command`` outputs for the devices, each after its command line, as
+    ``read_spod_info`` reads them; None where there is no npu-smi."""
+    npu_smi = shutil.which("npu-smi") or shutil.which("/usr/local/bin/npu-smi")
+    if npu_smi is None:
+        return None
+    recorded = []
+    for device_id in device_ids:
+        command = spod_command(device_id)
+        try:
+            done = subprocess.run(
+                [npu_smi, *command.split()[1:]], capture_output=True, text=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise RankTableError([f"{command}: {err}"]) from err
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+            raise RankTableError([f"{command}: exit {done.returncode}: {said[0]}"])
+        recorded.append(f"{command}\n{done.stdout}")
+    return "\n".join(recorded)
+
+
+def super_ids(
+    device_ids: Sequence[int], spod: SpodInfo, super_pod_id: str | None = None
+) -> tuple[list[str], str]:
+    """The devices' SDIDs and their super pod's id (``super_pod_id``, else the one npu-smi
+    gives them all). RankTableError (one line) when one is missing."""
+    missing = [d for d in device_ids if "SDID" not in spod.get(d, {})]
+    if missing:
+        raise RankTableError(
+            [
+                f"spod-info: no SDID for device(s) {_ids(missing)} (device {missing[0]}'s: "
+                f"`{spod_command(missing[0])}`)"
+            ]
+        )
+    if super_pod_id is None:
+        pods = sorted({spod[d]["Super Pod ID"] for d in device_ids if "Super Pod ID" in spod[d]})
+        if len(pods) != 1:
+            said = f"super pod ids {', '.join(pods)}" if pods else "no Super Pod ID line"
+            raise RankTableError([f"spod-info: the devices give {said}: pass --super-pod-id"])
+        super_pod_id = pods[0]
+    return [spod[d]["SDID"] for d in device_ids], super_pod_id
+
+
+def read_hccn_conf(text: str) -> dict:
+    """Device IPs from the ``address_N=IP`` lines of /etc/hccn.conf."""
+    found = {}
+    for line in text.splitlines():
+        match = re.fullmatch(r"\s*address_(\d+)\s*=\s*(\S+)\s*", line)
+        if match:
+            found[int(match.group(1))] = match.group(2)
+    return found

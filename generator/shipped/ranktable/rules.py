@@ -1,13 +1,12 @@
 """HCCL rank tables: the rules a table must keep, by chip and by format.
 
-Formats read: version 1.0 and 1.2 (server_list; 1.2 adds super_device_id and a
-super_pod_list for Atlas A3), MindCluster's hccl.json (server_list with
-host_ip and container_ip) and the older group_list form (ModelArts'
-jobstart_hccl.json, the ModelZoo 8p.json). Chips: 910 (Atlas training series:
-1, 2, 4 or 8 devices, 2 and 4 inside 0-3 or 4-7), 910b (Atlas A2: 1 to 8, 16 on
-Box16 servers) and 910_93 (Atlas A3: 1 to 16). Every server of a job has the same
-device count. A server_id is any name (HCCL's guide writes "node_0"); a launcher
-finds a named server by its host_ip, else by --node-rank.
+Formats read: version 1.0 and 1.2 (server_list; 1.2, for Atlas A3 super pods only, adds
+super_device_id and a super_pod_list), MindCluster's hccl.json (server_list with host_ip
+and container_ip) and the older group_list form (ModelArts' jobstart_hccl.json, the
+ModelZoo 8p.json). Chips: 910 (Atlas training series: 1, 2, 4 or 8 devices, 2 and 4
+inside 0-3 or 4-7), 910b (Atlas A2: 1 to 8, 16 on Box16 servers) and 910_93 (Atlas A3: 1
+to 16). Every server of a job has the same device count. A server_id is any name (HCCL's
+guide writes "node_0"); a launcher finds a named server by its host_ip, else by --node-rank.
 
 Standard library only: generated Ascend projects carry this file as
 scripts/ranktable_rules.py beside scripts/rank_table.py.
@@ -192,18 +191,53 @@ def _server_list(data: dict[str, Any], check: _Checker) -> RankTable:
     ids: set = set()
     servers = [_server(check, f"server_list[{s}]", item, ids) for s, item in enumerate(server_list)]
     found = [s for s in servers if s is not None]
-    pods = _super_pods(check, data, found) if version == "1.2" else ()
+    pods = _version_1_2(check, data, found) if version == "1.2" else ()
     check.finish(found)
     return RankTable(tuple(found), str(version), pods)
 
 
-def _super_pods(check: _Checker, data: dict[str, Any], servers: list[Server]) -> tuple:
-    """Version 1.2's super_pod_list, by HCCL's rules (hcomm topoinfo CheckSuperPodInfo):
-    every server in exactly one pod, every device with a super_device_id unique in its pod.
-    Without the list, HCCL runs A3 servers as plain servers ("AI Server" mode)."""
-    listed = data.get("super_pod_list")
-    if listed is None:
+# Version 1.2 is the rank table of Atlas A3 super-pod networking ("针对超节点模式组网，配置为：
+# 1.2", CANN HCCL user guide, rank table configuration for Atlas A3, hcclug_000066); A2 and
+# the 910 write 1.0 (hcclug_000067), and MindCluster writes 1.2 for A3 super-pod jobs only
+# (Ascend/mind-cluster component/ascend-operator/pkg/ranktable/factory.go, useV1dot2).
+A3_CHIP = "910_93"
+SDID_SOURCE = "npu-smi info -t spod-info -i N -c M shows each device's SDID"
+
+
+def _version_1_2(check: _Checker, data: dict[str, Any], servers: list[Server]) -> tuple:
+    """A 1.2 table's super pods and SDIDs, on the A3 only; one line elsewhere."""
+    if check.chip != A3_CHIP:
+        check.problems.append(
+            f"version: '1.2' is the Atlas A3 super-pod table (chip {A3_CHIP}); a "
+            f"{check.chip} table is version '1.0'"
+        )
         return ()
+    # With version 1.2 HCCL reads each device's super_device_id (hcomm
+    # src/framework/common/src/topo/topoinfo_ranktableConcise.cc, GetSingleDevice); in a
+    # super pod each must be set (CheckSuperPodInfo: "the configuration may be missing"; CANN
+    # error EI0004, hcclug_000042: version "1.2" with no super_device_id fails RanktableCheck).
+    missing = [d.rank_id for s in servers for d in s.devices if d.super_device_id is None]
+    if missing:
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        check.problems.append(
+            f"super_device_id: missing on rank(s) {', '.join(map(str, missing[:8]))}{more}; "
+            f"version 1.2 needs it on every device ({SDID_SOURCE})"
+        )
+    if "super_pod_list" not in data:
+        check.problems.append(
+            "super_pod_list: a version 1.2 table lists its super pods (super_pod_id and "
+            "server_list); A3 servers outside a super pod use version '1.0'"
+        )
+        return ()
+    return _super_pods(check, data, servers)
+
+
+def _super_pods(check: _Checker, data: dict[str, Any], servers: list[Server]) -> tuple:
+    """Version 1.2's super_pod_list, by HCCL's rules (topoinfo_ranktableConcise.cc,
+    GetSingleSuperPod and CheckSuperPodInfo): each super_pod_id set and unique, each listed
+    server_id one of server_list's, every server in one pod (the pods' servers add up to
+    server_count), each super_device_id unique in its pod."""
+    listed = data.get("super_pod_list")
     if not isinstance(listed, list) or not listed:
         check.problems.append("super_pod_list: must be a non-empty list of super pods")
         return ()
@@ -243,19 +277,10 @@ def _super_pods(check: _Checker, data: dict[str, Any], servers: list[Server]) ->
 
 
 def _super_device_ids(check: _Checker, where: str, devices: list[Device]) -> None:
-    seen: set[str] = set()
-    for device in devices:
-        sdid = device.super_device_id
-        if sdid is None:
-            check.problems.append(
-                f"{where}: rank {device.rank_id} has no super_device_id (npu-smi info -t "
-                "spod-info shows each device's SDID)"
-            )
-        elif sdid in seen:
-            check.problems.append(
-                f"{where}: super_device_id {sdid} appears twice in this super pod"
-            )
-        seen.add(str(sdid))
+    # A device without one is named once for the table, by _version_1_2.
+    sdids = [d.super_device_id for d in devices if d.super_device_id is not None]
+    for sdid in sorted({i for i in sdids if sdids.count(i) > 1}):
+        check.problems.append(f"{where}: super_device_id {sdid} appears twice in this super pod")
 
 
 def _group_list(data: dict[str, Any], check: _Checker) -> RankTable:

@@ -13,7 +13,6 @@ import argparse
 import ipaddress
 import json
 import os
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,11 +25,16 @@ from generator.shipped.ranktable.node import (
     local_indexes,
     master,
     parse_device_ids,
+    query_spod_info,
+    read_hccn_conf,
+    read_spod_info,
+    super_ids,
     visible_devices,
 )
-from generator.shipped.ranktable.rules import CHIPS, DEFAULT_CHIP, validate
+from generator.shipped.ranktable.rules import A3_CHIP, CHIPS, DEFAULT_CHIP, validate
 
 __all__ = [
+    "A3_CHIP",
     "CHIPS",
     "DEFAULT_CHIP",
     "Device",
@@ -39,28 +43,28 @@ __all__ = [
     "RankTableError",
     "Server",
     "SuperPod",
+    "a3_ids",
     "find_node",
     "local_indexes",
     "master",
+    "read_hccn_conf",
+    "read_spod_info",
     "validate",
     "visible_devices",
 ]
 
 
-def read_hccn_conf(text: str) -> dict:
-    """Device IPs from the ``address_N=IP`` lines of /etc/hccn.conf."""
-    found = {}
-    for line in text.splitlines():
-        match = re.fullmatch(r"\s*address_(\d+)\s*=\s*(\S+)\s*", line)
-        if match:
-            found[int(match.group(1))] = match.group(2)
-    return found
-
-
 def generate(
-    server_ip: str, device_ids: Sequence[int], device_ips: Sequence[str], chip: str = DEFAULT_CHIP
+    server_ip: str,
+    device_ids: Sequence[int],
+    device_ips: Sequence[str],
+    chip: str = DEFAULT_CHIP,
+    super_device_ids: Sequence[str] | None = None,
+    super_pod_id: str | None = None,
 ) -> RankTable:
-    """A one-server table; device_ips[i] belongs to device_ids[i]. Validated for ``chip``."""
+    """A one-server table; device_ips[i] (and super_device_ids[i]) belongs to device_ids[i].
+    Given SDIDs (and the super pod), it is version 1.2, the server alone in that pod (merge
+    joins pods of one id), else 1.0. Validated for ``chip``."""
     try:
         ipaddress.ip_address(server_ip)
     except ValueError:
@@ -70,24 +74,64 @@ def generate(
                 "their node's entry by it (use the host's address, as `hostname -I` shows)"
             ]
         ) from None
-    if len(device_ips) != len(device_ids):
-        raise RankTableError(
-            [f"device ips: {len(device_ips)} given for {len(device_ids)} device(s)"]
-        )
-    pairs = enumerate(zip(device_ids, device_ips))
-    devices = tuple(Device(device_id, ip, rank) for rank, (device_id, ip) in pairs)
-    return validate(RankTable((Server(server_ip, devices),)).to_dict(), chip)
+    sdids = list(super_device_ids) if super_device_ids is not None else [None] * len(device_ids)
+    for what, given in (("device ips", device_ips), ("super device ids", sdids)):
+        if len(given) != len(device_ids):
+            raise RankTableError([f"{what}: {len(given)} given for {len(device_ids)} device(s)"])
+    rows = enumerate(zip(device_ids, device_ips, sdids))
+    devices = tuple(Device(d, ip, rank, sdid) for rank, (d, ip, sdid) in rows)
+    if super_device_ids is None:
+        return validate(RankTable((Server(server_ip, devices),)).to_dict(), chip)
+    pods = (SuperPod(super_pod_id or "", (server_ip,)),)  # no id: check names the field
+    return validate(RankTable((Server(server_ip, devices),), "1.2", pods).to_dict(), chip)
 
 
 def generate_from_hccn(
-    server_ip: str, device_ids: Sequence[int], hccn_conf: str, chip: str = DEFAULT_CHIP
+    server_ip: str,
+    device_ids: Sequence[int],
+    hccn_conf: str,
+    chip: str = DEFAULT_CHIP,
+    super_device_ids: Sequence[str] | None = None,
+    super_pod_id: str | None = None,
 ) -> RankTable:
     """A one-server table with device IPs looked up in the text of /etc/hccn.conf."""
     addresses = read_hccn_conf(hccn_conf)
     missing = [str(d) for d in device_ids if d not in addresses]
     if missing:
         raise RankTableError([f"hccn.conf: no address_N line for device(s) {', '.join(missing)}"])
-    return generate(server_ip, device_ids, [addresses[d] for d in device_ids], chip)
+    ips = [addresses[d] for d in device_ids]
+    return generate(server_ip, device_ids, ips, chip, super_device_ids, super_pod_id)
+
+
+NO_SDIDS = (
+    "super_device_id: a 910_93 table is version 1.2 (A3 super pods), which needs each "
+    "device's SDID, and there is no npu-smi here: give --spod-info FILE (each device's "
+    "`npu-smi info -t spod-info -i N -c M` after its command line, recorded on the node), "
+    "or --version 1.0 for A3 servers outside a super pod"
+)
+
+
+def a3_ids(
+    device_ids: Sequence[int],
+    chip: str,
+    version: str | None = None,
+    spod_info: str | None = None,
+    super_pod_id: str | None = None,
+) -> tuple[list[str] | None, str | None]:
+    """What ``generate`` needs for ``version`` (default: 1.2 on the 910_93, else 1.0): for
+    1.2 the devices' SDIDs and super pod, from ``spod_info`` (recorded npu-smi output), else
+    from this node's npu-smi; (None, None) for 1.0. RankTableError says what is missing."""
+    version = version or ("1.2" if chip == A3_CHIP else "1.0")
+    if version == "1.0":
+        return None, None
+    if chip != A3_CHIP:
+        raise RankTableError(
+            [f"--version 1.2 is the Atlas A3 super-pod table (chip {A3_CHIP}), not {chip}'s"]
+        )
+    text = spod_info if spod_info is not None else query_spod_info(device_ids)
+    if text is None:
+        raise RankTableError([NO_SDIDS])
+    return super_ids(device_ids, read_spod_info(text), super_pod_id)
 
 
 def merge(tables: Iterable[RankTable], chip: str = DEFAULT_CHIP) -> RankTable:
@@ -194,8 +238,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", type=Path)
     gen = commands.add_parser("generate", help="build a one-server table from /etc/hccn.conf")
     gen.add_argument("--server-ip", required=True)
-    gen.add_argument("--devices", default="0-7")
+    gen.add_argument("--devices", help="0-7 (an A3's 16: 0-15), 0,1,2,3 ...")
     gen.add_argument("--hccn-conf", type=Path, default=Path("/etc/hccn.conf"))
+    gen.add_argument("--version", choices=["1.0", "1.2"], help="1.2 on the 910_93, else 1.0")
+    gen.add_argument("--spod-info", type=Path, help="1.2: each device's npu-smi spod-info")
+    gen.add_argument("--super-pod-id", help="1.2: the super pod (default: npu-smi's)")
     gen.add_argument("-o", "--output", type=Path, required=True)
     node = commands.add_parser("node", help="print this node's ranks and devices")
     node.add_argument("file", type=Path)
@@ -242,7 +289,8 @@ def local_table(
 ) -> RankTable:
     """A one-server table for this host: its first address that is not loopback, the first
     ``nproc`` devices it holds (0 to nproc-1 where it cannot tell), their addresses from
-    the text of /etc/hccn.conf."""
+    the text of /etc/hccn.conf. Version 1.0 on an A3 too: one server's ranks need no super
+    pod (A3 typical networking reads 1.0, CANN HCCL user guide hcclug_000066)."""
     server_ip = next((a for a in addresses if a and not a.startswith("127.")), "127.0.0.1")
     held = visible_devices(os.environ) or list(range(nproc))
     if len(held) < nproc:
@@ -263,6 +311,16 @@ def _write_local(args: argparse.Namespace) -> None:
     print(f"wrote {args.output} for this host: {table.summary()}")
 
 
+def _write_generated(args: argparse.Namespace) -> None:
+    ids = parse_device_ids(args.devices or ("0-15" if args.chip == A3_CHIP else "0-7"))
+    spod = args.spod_info.read_text(encoding="utf-8") if args.spod_info else None
+    sdids, pod = a3_ids(ids, args.chip, args.version, spod, args.super_pod_id)
+    text = args.hccn_conf.read_text(encoding="utf-8")
+    table = generate_from_hccn(args.server_ip, ids, text, args.chip, sdids, pod)
+    args.output.write_text(table.dumps(), encoding="utf-8")
+    print(f"wrote {args.output}: {table.summary()}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python rank_table.py check|generate|node ...``: the script a cluster node runs."""
     args = _parser().parse_args(argv)
@@ -274,10 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "local":
             _write_local(args)
         else:
-            ids = parse_device_ids(args.devices)
-            table = generate_from_hccn(args.server_ip, ids, args.hccn_conf.read_text(), args.chip)
-            args.output.write_text(table.dumps(), encoding="utf-8")
-            print(f"wrote {args.output}: {table.summary()}")
+            _write_generated(args)
     except RankTableError as err:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)

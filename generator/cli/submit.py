@@ -61,7 +61,9 @@ def submit() -> None:
 @click.option(
     "--param", "params", multiple=True, metavar="KEY=VALUE", help="Hyperparameter for train.py."
 )
-@click.option("--env", "envs", multiple=True, metavar="KEY=VALUE", help="Environment variable.")
+@click.option(
+    "--env", "envs", multiple=True, metavar="KEY=VALUE", help="Environment variable (not MA_*)."
+)
 @click.option("--dry-run", is_flag=True, help="Print the request body; send nothing.")
 @_api_options
 def modelarts(
@@ -83,8 +85,10 @@ def modelarts(
 ) -> None:
     """Create a ModelArts training job that runs PROJECT_DIR's image (default: here)."""
     from generator.submit import describe, job_spec, record
-    from generator.submit.modelarts import request_body
+    from generator.submit.modelarts import check_environment, request_body
 
+    environment = _parse_set(envs)
+    check_environment(environment)
     spec = job_spec(
         project_dir,
         flavor=flavor,
@@ -96,7 +100,7 @@ def modelarts(
         output_obs=output_obs,
         pool_id=pool_id,
         parameters=_parse_set(params),
-        environment=_parse_set(envs),
+        environment=environment,
     )
     if dry_run:
         click.echo(json.dumps(request_body(spec), indent=2, ensure_ascii=False))

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.errors import SubmitError
+from generator.errors import OptionError, SubmitError
 
 AK_ENV, SK_ENV, PROJECT_ENV = (
     "HUAWEICLOUD_SDK_AK",
@@ -25,6 +25,12 @@ AK_ENV, SK_ENV, PROJECT_ENV = (
 # nodes, ranks and master ModelArts injects (MA_NUM_HOSTS, VC_TASK_INDEX, ...).
 COMMAND = "bash /app/scripts/run_8p.sh"
 DEFAULT_TIMEOUT = 60.0
+# Names ModelArts keeps for its own variables: "When defining custom environment variables,
+# avoid using names that start with MA_ to prevent conflicts with system environment
+# variables" (ModelArts User Guide (Standard), "Managing Environment Variables of a Training
+# Container", develop-modelarts-0104, Notes and Constraints; the Chinese page adds that such a
+# conflict can make the job run abnormally or fail).
+RESERVED_ENV_PREFIX = "MA_"
 
 
 def endpoint_of(region: str) -> str:
@@ -39,6 +45,18 @@ def require_sdk() -> None:
             "the ModelArts SDK is not installed: pip install 'train-template[modelarts]' "
             "(or pipx inject train-template huaweicloudsdkmodelarts)"
         ) from None
+
+
+def check_environment(environment: dict[str, str]) -> None:
+    """Refuse --env names ModelArts reserves (RESERVED_ENV_PREFIX): OptionError naming them."""
+    reserved = [name for name in environment if name.startswith(RESERVED_ENV_PREFIX)]
+    if reserved:
+        raise OptionError(
+            "--env",
+            f"{', '.join(reserved)}: ModelArts reserves names starting with "
+            f"{RESERVED_ENV_PREFIX} for its own variables (develop-modelarts-0104); "
+            "choose another name",
+        )
 
 
 @dataclass(frozen=True)
@@ -88,64 +106,37 @@ def obs_path(url: str) -> str:
     return f"/{path}/"
 
 
-def job_model(spec: JobSpec) -> Any:
-    """The SDK's request body for ``spec``."""
-    require_sdk()
-    from huaweicloudsdkmodelarts.v1.model.input import Input
-    from huaweicloudsdkmodelarts.v1.model.input_data_info import InputDataInfo
-    from huaweicloudsdkmodelarts.v1.model.input_data_info_obs import InputDataInfoObs
-    from huaweicloudsdkmodelarts.v1.model.job import Job
-    from huaweicloudsdkmodelarts.v1.model.job_algorithm import JobAlgorithm
-    from huaweicloudsdkmodelarts.v1.model.job_engine import JobEngine
-    from huaweicloudsdkmodelarts.v1.model.job_metadata import JobMetadata
-    from huaweicloudsdkmodelarts.v1.model.output import Output
-    from huaweicloudsdkmodelarts.v1.model.parameters import Parameters
-    from huaweicloudsdkmodelarts.v1.model.remote import Remote
-    from huaweicloudsdkmodelarts.v1.model.remote_obs import RemoteObs
-    from huaweicloudsdkmodelarts.v1.model.spec import Spec
-    from huaweicloudsdkmodelarts.v1.model.spec_resource import SpecResource
-
+def request_body(spec: JobSpec) -> dict[str, Any]:
+    """The JSON body of ``create_training_job`` for ``spec``: what --dry-run prints and what
+    create sends. Plain data, so that a dry run needs no SDK; the fields and their order are
+    those of the SDK's models (v1.model Job, JobMetadata, JobAlgorithm, Spec, SpecResource),
+    which the SDK sends without the fields left unset."""
+    algorithm: dict[str, Any] = {"command": COMMAND}
+    if spec.parameters:
+        algorithm["parameters"] = [{"name": k, "value": v} for k, v in spec.parameters.items()]
     # ModelArts copies data_url's OBS path in and train_url's out, and appends
     # --data_url=<local dir> --train_url=<local dir> to the command: train.py's flags.
-    inputs = (
-        [
-            Input(
-                name="data_url", remote=InputDataInfo(obs=InputDataInfoObs(obs_path(spec.data_obs)))
-            )
-        ]
-        if spec.data_obs
-        else None
-    )
-    outputs = (
-        [Output(name="train_url", remote=Remote(obs=RemoteObs(obs_path(spec.output_obs))))]
-        if spec.output_obs
-        else None
-    )
-    algorithm = JobAlgorithm(
-        command=COMMAND,
-        engine=JobEngine(image_url=spec.image),
-        parameters=[Parameters(name=k, value=v) for k, v in spec.parameters.items()] or None,
-        inputs=inputs,
-        outputs=outputs,
-        environments=spec.environment or None,
-    )
-    return Job(
-        kind="job",
-        metadata=JobMetadata(name=spec.name, description=spec.description or None),
-        algorithm=algorithm,
-        spec=Spec(
-            resource=SpecResource(
-                flavor_id=spec.flavor, node_count=spec.nodes, pool_id=spec.pool_id
-            )
-        ),
-    )
-
-
-def request_body(spec: JobSpec) -> dict[str, Any]:
-    """The JSON the SDK sends for ``spec`` (what --dry-run prints)."""
-    from huaweicloudsdkcore.utils.http_utils import sanitize_for_serialization
-
-    return sanitize_for_serialization(job_model(spec))
+    if spec.data_obs:
+        obs = {"obs": {"obs_url": obs_path(spec.data_obs)}}
+        algorithm["inputs"] = [{"name": "data_url", "remote": obs}]
+    if spec.output_obs:
+        obs = {"obs": {"obs_url": obs_path(spec.output_obs)}}
+        algorithm["outputs"] = [{"name": "train_url", "remote": obs}]
+    algorithm["engine"] = {"image_url": spec.image}
+    if spec.environment:
+        algorithm["environments"] = dict(spec.environment)
+    metadata = {"name": spec.name}
+    if spec.description:
+        metadata["description"] = spec.description
+    resource: dict[str, Any] = {"flavor_id": spec.flavor, "node_count": spec.nodes}
+    if spec.pool_id:
+        resource["pool_id"] = spec.pool_id
+    return {
+        "kind": "job",
+        "metadata": metadata,
+        "algorithm": algorithm,
+        "spec": {"resource": resource},
+    }
 
 
 class ModelArts:
@@ -211,9 +202,9 @@ class ModelArts:
             CreateTrainingJobRequest,
         )
 
-        return self.call(
-            "create the job", "create_training_job", CreateTrainingJobRequest(body=job_model(spec))
-        )
+        # The SDK serializes a dict body as it is (huaweicloudsdkcore Client._parse_body).
+        request = CreateTrainingJobRequest(body=request_body(spec))
+        return self.call("create the job", "create_training_job", request)
 
     def show(self, job_id: str) -> dict[str, Any]:
         from huaweicloudsdkmodelarts.v1.model.show_training_job_details_request import (

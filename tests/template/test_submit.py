@@ -11,9 +11,10 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -168,7 +169,14 @@ def project(tmp_path: Path) -> Path:
     return created
 
 
-def gen(project: Path, api: FakeModelArts | None, *args: str, keys: bool = True):
+def gen(
+    project: Path,
+    api: FakeModelArts | None,
+    *args: str,
+    keys: bool = True,
+    python: Sequence[str] = (sys.executable,),
+    **variables: str,
+):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HUAWEICLOUD_SDK_")}
     if keys:
         env.update(
@@ -176,9 +184,9 @@ def gen(project: Path, api: FakeModelArts | None, *args: str, keys: bool = True)
         )
     endpoint = ["--endpoint", api.url] if api else []
     return subprocess.run(
-        [sys.executable, "-m", "generator", *args, *endpoint],
+        [*python, "-m", "generator", *args, *endpoint],
         cwd=project,
-        env=env,
+        env={**env, **variables},
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -252,6 +260,54 @@ def test_a_dry_run_prints_the_body_and_sends_nothing(project: Path, api: FakeMod
     assert done.returncode == 0, done.stderr
     jsonschema.validate(json.loads(done.stdout), SCHEMA)
     assert api.requests == [] and not (project / "logs" / "modelarts-jobs.jsonl").exists()
+
+
+@pytest.fixture
+def without_sdk(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """gen's interpreter with Huawei's SDK really absent: no site processing (python -S), and
+    PYTHONPATH a folder of links to everything in site-packages but huaweicloudsdk*, then the
+    repository (gen's editable install)."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    overlay = tmp_path_factory.mktemp("site-packages")
+    for entry in site.iterdir():
+        if not entry.name.startswith("huaweicloudsdk"):
+            (overlay / entry.name).symlink_to(entry)
+    variables = {"PYTHONPATH": os.pathsep.join([str(overlay), str(Path(__file__).parents[2])])}
+    probe = subprocess.run(
+        [sys.executable, "-S", "-c", "import huaweicloudsdkmodelarts"],
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode == 1 and "ModuleNotFoundError" in probe.stderr, probe.stderr
+    return variables
+
+
+def test_a_dry_run_needs_no_sdk_and_a_real_run_says_what_to_install(
+    project: Path, api: FakeModelArts, without_sdk: dict[str, str]
+) -> None:
+    bare = (sys.executable, "-S")
+    done = gen(project, api, *SUBMIT, "--dry-run", keys=False, python=bare, **without_sdk)
+    assert done.returncode == 0, done.stderr
+    # The body the SDK would send: the same as a dry run with it.
+    assert json.loads(done.stdout) == json.loads(gen(project, api, *SUBMIT, "--dry-run").stdout)
+    sent = gen(project, api, *SUBMIT, python=bare, **without_sdk)
+    assert sent.returncode == 1 and sent.stdout == ""
+    assert sent.stderr.splitlines() == [
+        "error: the ModelArts SDK is not installed: pip install 'train-template[modelarts]' "
+        "(or pipx inject train-template huaweicloudsdkmodelarts)"
+    ]
+    assert api.requests == []
+
+
+def test_env_refuses_the_names_modelarts_reserves(project: Path, api: FakeModelArts) -> None:
+    done = gen(project, api, *SUBMIT, "--env", "MA_NUM_GPUS=4", "--dry-run")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: --env: MA_NUM_GPUS: ModelArts reserves names starting with MA_ for its own "
+        "variables (develop-modelarts-0104); choose another name"
+    ]
+    assert api.requests == []
 
 
 def test_status_logs_and_flavors_read_the_replies(project: Path, api: FakeModelArts) -> None:

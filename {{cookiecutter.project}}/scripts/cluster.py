@@ -86,8 +86,9 @@ def route(host, own=None, seconds=0.0):
     raise SystemExit(f"error: no interface holds {source}, the address that reaches {host}")
 
 
-def wait_table(path, seconds):
-    """Wait for status "completed"; one line on stderr every REPORT_EVERY_S while waiting."""
+def table_status(path, seconds):
+    """The "status" of the rank table at ``path``, read again until it says "completed" or
+    ``seconds`` have passed; one line on stderr every REPORT_EVERY_S while waiting."""
     start = time.monotonic()
     reported = 0.0
     status = "missing"
@@ -98,7 +99,7 @@ def wait_table(path, seconds):
         except (OSError, ValueError, AttributeError):
             status = "missing or not JSON yet"
         if status == "completed":
-            return
+            return status
         waited = time.monotonic() - start
         if waited - reported >= REPORT_EVERY_S or not reported:
             print(
@@ -107,10 +108,17 @@ def wait_table(path, seconds):
             )
             reported = waited or 1e-9
         time.sleep(POLL_S)
-    raise SystemExit(
-        f"error: {path} still says {status} after {seconds:g} s: the operator did not place "
-        "every pod in time (--join-timeout sets the wait)"
-    )
+    return status
+
+
+def wait_table(path, seconds):
+    """Wait for status "completed" (table_status); one line and exit 1 if it never comes."""
+    status = table_status(path, seconds)
+    if status != "completed":
+        raise SystemExit(
+            f"error: {path} still says {status} after {seconds:g} s: the operator did not "
+            "place every pod in time (--join-timeout sets the wait)"
+        )
 
 
 def core_slices(count):

@@ -1,15 +1,17 @@
 """The shape of a ModelArts training job, from what ModelArts injects into every container
 of a custom-image job, as options for this project's launchers (scripts/run_8p.sh).
 
-    python3 scripts/modelarts.py DEVICES [--table] [-- OPTIONS GIVEN...]
+    python3 scripts/modelarts.py DEVICES [--table PATH] [-- OPTIONS GIVEN...]
 
 (DEVICES: the devices a node the project was made for) prints the launcher options, one
 word a line, for what the options given do not say already: --nnodes, --node-rank, --nproc
 and --master-addr (the first worker's host name, resolved; a dry run leaves it as a name).
-A job that cannot run is one line on stderr, exit 1. With --table the job's rank table says
-the node and its devices.
+A job that cannot run is one line on stderr, exit 1. With --table, the job's rank table
+(PATH: the table, or the directory holding jobstart_hccl.json) says the node and its
+devices: once it says "completed", --rank-table and this node's --node-rank in it.
 """
 
+import json
 import os
 import sys
 
@@ -27,6 +29,36 @@ VARIABLES = (
     ("MA_NUM_GPUS", "the accelerators (GPUs or NPUs) of this node", DOCUMENTED),
     ("VC_WORKER_HOSTS", "every node's host name, comma-separated; the first is node 0", DOCUMENTED),
     ("MA_CURRENT_IP", "this node's address: the interface holding it carries the job", DOCUMENTED),
+)
+
+# The rank table, as ModelArts' own Ascend launcher reads it: its run_ascend scripts (the best
+# practice develop-modelarts-0120 ships run_ascend.py, common.py, rank_table.py), read here as
+# github.com/Wh1isper/davincirunsdk packages them: davincirunsdk/common.py, rank_table.py.
+# The file is ${RANK_TABLE_FILE}/jobstart_hccl.json (common.py get_rank_table_file_path):
+# RANK_TABLE_FILE is the directory /user/config, and the table is read once its "status" is
+# "completed" (support.huaweicloud.com/docker-modelarts/docker-modelarts-0092.html, table 1).
+# This node: in the group_list form ModelArts writes, the instance whose pod_name is this
+# pod's name, MA_CURRENT_INSTANCE_NAME (rank_table.py RankTableV0.get_current_instance); in a
+# server_list table, the server whose server_id is MA_CURRENT_HOST_IP, the host's address
+# (RankTableV1.get_current_instance): a table lists hosts, not containers. MA_CURRENT_IP,
+# the container's own address, then this host's addresses are tried last (as the launcher
+# looks); a table of one server is this node's.
+TABLE_NAME = "jobstart_hccl.json"
+LAUNCHER = "ModelArts' Ascend launcher, run_ascend's rank_table.py (Wh1isper/davincirunsdk)"
+TABLE_VARIABLES = (
+    (
+        "RANK_TABLE_FILE",
+        "the directory holding the job's rank table (jobstart_hccl.json), or the table",
+        "ModelArts, Creating a Training Job Using a Custom Image (Ascend), docker-modelarts-0092",
+    ),
+    ("MA_CURRENT_INSTANCE_NAME", "this pod's name: the table's pod_name for this node", LAUNCHER),
+    ("MA_CURRENT_HOST_IP", "this node's host address: the table's server_id for it", LAUNCHER),
+)
+# Which variable names this node in the table, and the fields it may match, in that order.
+LOOKUP = (
+    ("MA_CURRENT_INSTANCE_NAME", ("pod_name",)),
+    ("MA_CURRENT_HOST_IP", ("server_id", "host_ip")),
+    ("MA_CURRENT_IP", ("server_id", "container_ip")),
 )
 
 
@@ -106,12 +138,109 @@ def resolve(host, seconds):
         ) from None
 
 
+def _join_timeout(given):
+    """The seconds a node waits for the others (--join-timeout, JOIN_TIMEOUT, else 600)."""
+    timeout = given.get("--join-timeout") or os.environ.get("JOIN_TIMEOUT") or "600"
+    return float(timeout) if timeout.isdigit() else 600.0
+
+
 def _master(hosts, given):
     """Node 0's address: the first host resolved (a dry run shows the name)."""
     if given.get("--dry-run"):
         return hosts[0]
-    timeout = given.get("--join-timeout") or os.environ.get("JOIN_TIMEOUT") or "600"
-    return resolve(hosts[0], float(timeout) if timeout.isdigit() else 600.0)
+    return resolve(hosts[0], _join_timeout(given))
+
+
+def table_file(path):
+    """The rank table at ``path``: a directory (ModelArts' RANK_TABLE_FILE) holds it as
+    jobstart_hccl.json."""
+    if os.path.isdir(path) or path.endswith("/"):
+        return os.path.join(os.path.normpath(path), TABLE_NAME)
+    return path
+
+
+def table_servers(table):
+    """Each server of a decoded rank table, in the order the launcher numbers them
+    (scripts/ranktable_rules.py: server_list's order; group_list's by first server_id), with
+    the values of its fields that may name this node."""
+    if "group_list" in table and "server_list" not in table:
+        groups = [g for g in table.get("group_list") or [] if isinstance(g, dict)]
+        entries = [i for g in groups for i in g.get("instance_list") or []]
+    else:
+        entries = table.get("server_list") or []
+    servers = {}
+    for entry in (e for e in entries if isinstance(e, dict)):
+        fields = servers.setdefault(str(entry.get("server_id")), {})
+        for key in ("server_id", "host_ip", "container_ip", "pod_name"):
+            if isinstance(entry.get(key), str):
+                fields.setdefault(key, set()).add(entry[key])
+    return servers
+
+
+def _this_node():
+    """What may name this node in a table, in LOOKUP's order, then this host's addresses (as
+    the launcher looks): (what it is, its values, the fields they may match)."""
+    from cluster import interface_addresses  # scripts/cluster.py, beside this file
+
+    said = [
+        (f"{name}={os.environ[name]}", [os.environ[name]], fields)
+        for name, fields in LOOKUP
+        if os.environ.get(name)
+    ]
+    own = [address for _, address in interface_addresses() if not address.startswith("127.")]
+    if own:
+        said.append(
+            (f"this host's {', '.join(own)}", own, ("server_id", "host_ip", "container_ip"))
+        )
+    return said
+
+
+def table_node(servers):
+    """This node's index among ``servers``: the first of _this_node's ways that names one
+    server; None for a table of one server where none does (its ranks run here)."""
+    tried = _this_node()
+    several = False
+    for _, values, fields in tried:
+        hits = [
+            i
+            for i, found in enumerate(servers.values())
+            if any(value in found.get(key, ()) for key in fields for value in values)
+        ]
+        if len(hits) == 1:
+            return hits[0]
+        several = several or len(hits) > 1
+    if len(servers) <= 1:
+        return None
+    shown = "; ".join(what for what, _, _ in tried) or "no address found"
+    raise JobError(
+        f"{'several' if several else 'none'} of the rank table's servers"
+        f" ({', '.join(servers)}) is this node ({shown}): pass --node-rank N"
+    )
+
+
+def table_options(path, given):
+    """--rank-table and this node's --node-rank in it, once ModelArts has written it."""
+    from cluster import table_status  # scripts/cluster.py, beside this file
+
+    path = table_file(given.get("--rank-table") or path)
+    seconds = _join_timeout(given)
+    status = table_status(path, seconds)
+    if status != "completed":
+        raise JobError(
+            f"the rank table {path} still says {status} after {seconds:g} s: ModelArts did not"
+            " finish it in time (--join-timeout sets the wait)"
+        )
+    found = {"--rank-table": path}
+    if "--node-rank" not in given:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                servers = table_servers(json.load(stream))
+        except (OSError, ValueError, AttributeError, TypeError):
+            return found  # the launcher says what is wrong with it
+        index = table_node(servers)
+        if index is not None:
+            found["--node-rank"] = index
+    return found
 
 
 def options(devices, table, given):
@@ -127,6 +256,8 @@ def options(devices, table, given):
     found = {}
     if not table:  # with a table, the table's entry for this node says these
         found.update({"--nnodes": nodes, "--node-rank": index})
+    else:
+        found.update(table_options(table, given))
     nproc = _processes(given, devices)
     if nproc is not None:
         found["--nproc"] = nproc
@@ -145,7 +276,7 @@ def main(argv):
     if len(argv) < 1 or not argv[0].isdigit():
         raise SystemExit(__doc__)
     devices, rest = int(argv[0]), argv[1:]
-    table = rest[:1] == ["--table"]
+    table = rest[1] if rest[:1] == ["--table"] and len(rest) > 1 else None
     given = _given(rest[rest.index("--") + 1 :] if "--" in rest else [])
     try:
         found = options(devices, table, given)

@@ -97,7 +97,9 @@ case $cluster in
         ;;
     modelarts)
         split_platform_args ${args[@]+"${args[@]}"}
-        # A rank table from the job (ModelArts' own path, or RANK_TABLE_FILE) says the ranks.
+        # A rank table from the job says the ranks: RANK_TABLE_FILE (ModelArts sets the directory
+        # holding jobstart_hccl.json), else ModelArts' own path. scripts/modelarts.py waits for it
+        # to say "completed" and finds this node in it as ModelArts' own launcher does.
         table=${RANK_TABLE_FILE:-/user/config/jobstart_hccl.json}
         if [[ $launcher != ranktable || (-z ${RANK_TABLE_FILE:-} && ! -e $table) ]]; then table=''; fi
 {%- if ms %}
@@ -105,9 +107,8 @@ case $cluster in
         if [[ $asked == auto && $launcher == ranktable && -z $table ]]; then launcher=msrun; fi
 {%- endif %}
         shape=$("${PYTHON:-python3}" "$project_root/scripts/modelarts.py" "$default_devices" \
-            ${table:+--table} -- "${args[@]}") || exit 1
+            ${table:+--table "$table"} -- "${args[@]}") || exit 1
         if [[ -n $shape ]]; then mapfile -t from <<<"$shape"; fi
-        if [[ -n $table ]]; then from+=(--rank-table "$table" --wait-table); fi
         ;;
     *) die_usage "--cluster must be trainjob, pytorchjob, volcano, ascendjob or modelarts, not '$cluster'" ;;
 esac

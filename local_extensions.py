@@ -43,6 +43,11 @@ def shell_quote(value: object) -> str:
     return shlex.quote(str(value))
 
 
+def image_arch(target: object, arch: object) -> str:
+    """The CPU the ``target`` image is built for, from the project's ``arch`` answer."""
+    return Options("project", arch=str(arch)).image_arch(str(target))
+
+
 def rank_table(devices_per_node: object, nnodes: object = 1) -> str:
     """An example HCCL rank table (placeholder addresses) as JSON text."""
     return ranktable.example(int(str(devices_per_node)), int(str(nnodes))).dumps().rstrip("\n")
@@ -104,6 +109,7 @@ class TrainTemplateExtension(Extension):
         super().__init__(environment)
         environment.filters["shell_quote"] = shell_quote
         environment.filters["rank_table"] = rank_table
+        environment.filters["image_arch"] = image_arch
         environment.filters["module_source"] = module_source
         environment.filters["image_entry"] = image_entry
         environment.filters["docker_run_flags"] = docker_run_flags

@@ -22,6 +22,10 @@ MS_TRAIN_LOOPS = ("model", "custom")
 # The Ascend chip: its rank-table rules (generator/shipped/ranktable/rules.py). CUDA projects
 # ignore it.
 CHIPS = ("910b", "910", "910_93")
+# The CPU of the servers the images run on. auto: aarch64 for Ascend images (Atlas 800T A2,
+# Atlas 900 and A3 servers, and OpenI's and ModelArts' Ascend pools, run Kunpeng CPUs),
+# x86_64 for CUDA images.
+ARCHES = ("auto", "aarch64", "x86_64")
 MAX_NODES = 1024
 
 # A directory name that is also safe as a docker image name component, a git
@@ -42,6 +46,13 @@ class Options:
     nnodes: int = 1
     ms_train_loop: str = "model"
     chip: str = "910b"
+    arch: str = "auto"
+
+    def image_arch(self, target: str) -> str:
+        """The CPU the ``target`` image is built for: the project's answer, or auto's."""
+        if self.arch != "auto":
+            return self.arch
+        return "aarch64" if target == "ascend" else "x86_64"
 
     def as_context(self) -> dict[str, str]:
         """The options as cookiecutter extra context (every value a string)."""
@@ -91,4 +102,5 @@ def validate(values: Mapping[str, object]) -> Options:
             "ms_train_loop", values.get("ms_train_loop", "model"), MS_TRAIN_LOOPS
         ),
         chip=_choice("chip", values.get("chip", "910b"), CHIPS),
+        arch=_choice("arch", values.get("arch", "auto"), ARCHES),
     )

@@ -60,6 +60,11 @@ def image() -> None:
 )
 @click.option("--catalog-entry", help="Another base from images/ (e.g. cann8.1.rc1-910b-...).")
 @click.option("--framework-version", help="Another framework version from images/.")
+@click.option(
+    "--arch",
+    type=click.Choice(("aarch64", "x86_64")),
+    help="The servers' CPU (default: the project's; Ascend: aarch64, CUDA: x86_64).",
+)
 @click.option("--network", help="Network for RUN steps (e.g. host for apt behind a proxy).")
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every layer.")
 @click.option("--dry-run", is_flag=True, help="Show both build steps and the dependency key.")
@@ -96,8 +101,11 @@ def build(project_dir: Path, **given: object) -> None:
 
 def _show_plan(report: BuildReport) -> None:
     """A dry run: both Dockerfiles, their build arguments and the dependency key."""
+    from generator.image.arch import docker_platform
+
     deps, plan = report.deps, report.plan
     click.echo(f"# step 1 of 2: dependency image {deps.ref or '(key unknown)'}")
+    click.echo(f"# for {plan.arch} servers (--platform {docker_platform(plan.arch)})")
     click.echo(f"# dependency key: {deps.key or 'unknown: ' + deps.unknown}")
     if deps.python:
         click.echo(f"# python: {deps.python.command} {deps.python.version} ({deps.python.source})")

@@ -9,6 +9,7 @@ import click
 
 from generator.errors import OptionError
 from generator.options import (
+    ARCHES,
     CHIPS,
     DEVICES_PER_NODE,
     FRAMEWORKS,
@@ -50,6 +51,11 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--chip", type=click.Choice(CHIPS), help="Ascend chip: rank-table rules.")
 @click.option(
+    "--arch",
+    type=click.Choice(ARCHES),
+    help="The servers' CPU; auto: aarch64 for Ascend images, x86_64 for CUDA.",
+)
+@click.option(
     "-o",
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -68,6 +74,7 @@ def new(
     nnodes: int | None,
     ms_train_loop: str | None,
     chip: str | None,
+    arch: str | None,
     output_dir: Path,
     no_input: bool,
     set_pairs: tuple[str, ...],
@@ -84,6 +91,7 @@ def new(
         "nnodes": nnodes,
         "ms_train_loop": ms_train_loop,
         "chip": chip,
+        "arch": arch,
     }
     given.update({key: value for key, value in flags.items() if value is not None})
     options = collect_options(project, given)

@@ -75,6 +75,7 @@ def build(
         network_mode=spec.network,
         labels=spec.labels or None,
         target=spec.target,
+        platform=spec.platform,
     )
     image_id = None
     try:

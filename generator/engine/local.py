@@ -81,5 +81,9 @@ class DockerEngine:
     def push(self, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: Progress) -> str:
         return registry.push(self._sdk, local_ref, remote_ref, auth=auth, on_progress=on_progress)
 
-    def pull(self, reference: str, *, auth: Auth, on_progress: Progress) -> str:
-        return registry.pull(self._sdk, reference, auth=auth, on_progress=on_progress)
+    def pull(
+        self, reference: str, *, auth: Auth, on_progress: Progress, platform: str | None = None
+    ) -> str:
+        return registry.pull(
+            self._sdk, reference, auth=auth, on_progress=on_progress, platform=platform
+        )

@@ -42,10 +42,14 @@ def push(sdk: Sdk, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: 
     return digest
 
 
-def pull(sdk: Sdk, reference: str, *, auth: Auth, on_progress: Progress) -> str:
-    """Pull ``reference`` (``name:tag`` or ``name@sha256:...``); return the image id."""
+def pull(
+    sdk: Sdk, reference: str, *, auth: Auth, on_progress: Progress, platform: str | None = None
+) -> str:
+    """Pull ``reference`` (``name:tag`` or ``name@sha256:...``) for ``platform`` (None:
+    the engine's); return the image id."""
     repository, _, digest = reference.partition("@")
-    for chunk in _chunks(sdk.pull(repository, digest or None, auth), repository, auth):
+    stream = sdk.pull(repository, digest or None, auth, platform)
+    for chunk in _chunks(stream, repository, auth):
         _report(chunk, on_progress)
     attrs = sdk.inspect_image(reference)
     if attrs is None:

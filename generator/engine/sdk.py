@@ -150,11 +150,22 @@ class Sdk:
         )
 
     def pull(
-        self, repository: str, tag: str | None, auth: dict[str, str] | None
+        self,
+        repository: str,
+        tag: str | None,
+        auth: dict[str, str] | None,
+        platform: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         return _stream(
             f"pulling {repository}",
-            lambda: self._api.pull(repository, tag=tag, stream=True, decode=True, auth_config=auth),
+            lambda: self._api.pull(
+                repository,
+                tag=tag,
+                stream=True,
+                decode=True,
+                auth_config=auth,
+                platform=platform,
+            ),
         )
 
     # -- containers ---------------------------------------------------------------

@@ -46,6 +46,7 @@ class BuildSpec:
     network: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     target: str | None = None
+    platform: str | None = None  # linux/arm64: the CPU the image is for (None: the engine's)
 
 
 @dataclass(frozen=True)
@@ -129,5 +130,8 @@ class Engine(Protocol):
         """Push ``local_ref`` as ``remote_ref`` (repository:tag); return the digest.
         PushFailed subclasses on failure; ``auth`` None: what docker login stored."""
 
-    def pull(self, reference: str, *, auth: Auth, on_progress: Progress) -> str:
-        """Pull ``reference``; return the image id. PushFailed subclasses on failure."""
+    def pull(
+        self, reference: str, *, auth: Auth, on_progress: Progress, platform: str | None = None
+    ) -> str:
+        """Pull ``reference`` (for ``platform``, else the engine's); return the image id.
+        PushFailed subclasses on failure."""

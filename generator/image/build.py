@@ -23,15 +23,16 @@ from generator import engine as engines
 from generator.cache import JsonCache
 from generator.engine import BuildSpec, Engine, ImageInfo, LayerProgress, Lines
 from generator.errors import BaseImageMissing, EngineUnavailable, GenError, PushFailed
+from generator.image import arch as arches
 from generator.image import python as pythons
 from generator.image.context import code_files, deps_files, pack
 from generator.image.dockerfile import normalized
 from generator.image.plan import BuildPlan, BuildRequest, plan_build
-from generator.image.wheels import MACHINES, Selection, WheelFacts, requirement_lines, select
+from generator.image.wheels import Selection, WheelFacts, requirement_lines, select
 
 DEPS_REPOSITORY = "train-template/deps"
 KEY_LABEL = "io.train-template.deps-key"
-KEY_FORMAT = 1
+KEY_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def dependency_key(
     buildargs: dict[str, str],
     requirements: str,
     wheels: list[tuple[str, str]],
+    arch: str = "x86_64",
 ) -> str:
     """The sha256 naming a dependency image: equal inputs, equal image."""
     lines = requirement_lines(requirements)
@@ -83,6 +85,7 @@ def dependency_key(
         "args": sorted(buildargs.items()),
         "requirements": lines if lines is not None else requirements,
         "wheels": sorted(wheels),
+        "arch": arch,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -101,7 +104,11 @@ def build_image(
     engine = connect()
     start = time.monotonic()
     # Everything that can stop the build stops it here, before a log or a layer exists.
-    base = engine.image(plan.base) or _pull_base(engine, plan.base, on_line)
+    emulator = arches.check_emulation(plan.arch, str(engine.info().get("Architecture", "")))
+    base = engine.image(plan.base) or _pull_base(engine, plan, on_line)
+    arches.check_base(base, plan.base, plan.arch)
+    if emulator:
+        on_line(f"building for {plan.arch} on a {arches.host_arch()} host, by {emulator}")
     deps = _resolve(engine, plan, base)
     with _log(plan.log_path) as log:
         deps = _deps_image(engine, plan, deps, log, on_line)
@@ -109,7 +116,14 @@ def build_image(
         code = plan.split.code(deps.ref)
         context = pack(code, code_files(plan.project_dir))
         log.write(f"# code image {plan.tag}, FROM {deps.ref}\n")
-        spec = BuildSpec(plan.tag, plan.code_args(), plan.nocache, plan.network)
+        spec = BuildSpec(
+            plan.tag,
+            plan.code_args(),
+            plan.nocache,
+            plan.network,
+            labels={arches.LABEL: plan.arch},
+            platform=arches.docker_platform(plan.arch),
+        )
         with context.fileobj:
             built = engine.build(context, spec, log, on_line)
     seconds = time.monotonic() - start
@@ -143,15 +157,17 @@ def _dry_run(plan: BuildPlan, connect: Callable[[], Engine]) -> BuildReport:
     return BuildReport(plan, deps, code, plan.code_args())
 
 
-def _pull_base(engine: Engine, base: str, on_line: Lines) -> ImageInfo:
-    """Pull a base image the host lacks; BaseImageMissing when it cannot be had."""
+def _pull_base(engine: Engine, plan: BuildPlan, on_line: Lines) -> ImageInfo:
+    """Pull the base image (for the plan's CPU) the host lacks; BaseImageMissing when it
+    cannot be had."""
+    base = plan.base
 
     def show(event: LayerProgress) -> None:
         if event.status.startswith(("Pull complete", "Already exists", "Digest", "Status")):
             on_line(f"{event.layer}: {event.status}")
 
     try:
-        engine.pull(base, auth=None, on_progress=show)
+        engine.pull(base, auth=None, on_progress=show, platform=arches.docker_platform(plan.arch))
     except PushFailed as err:
         raise BaseImageMissing(
             f"{base} is not on this host and cannot be pulled here ({err}): load it "
@@ -178,7 +194,7 @@ def _resolve(engine: Engine, plan: BuildPlan, base: ImageInfo) -> DepsStep:
             plan.wheelhouse,
             None if wanted is None else [*extra, *wanted],
             python=python.version,
-            machine=MACHINES.get(base.architecture, base.architecture),
+            machine=plan.arch,
             facts=facts,
         )
     args = plan.deps_args(python)
@@ -188,6 +204,7 @@ def _resolve(engine: Engine, plan: BuildPlan, base: ImageInfo) -> DepsStep:
         args,
         plan.requirements.read_text(encoding="utf-8"),
         [(path.name, facts.digest(path)) for path in wheels.files],
+        plan.arch,
     )
     if facts.cache is not None:
         facts.cache.save()
@@ -211,8 +228,9 @@ def _deps_image(
         deps.buildargs,
         plan.nocache,
         plan.network,
-        labels={KEY_LABEL: deps.key},
+        labels={KEY_LABEL: deps.key, arches.LABEL: plan.arch},
         target=plan.split.runtime_stage,
+        platform=arches.docker_platform(plan.arch),
     )
     with context.fileobj:
         engine.build(context, spec, log, on_line)

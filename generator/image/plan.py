@@ -34,6 +34,7 @@ class BuildRequest:
     nocache: bool = False
     network: str | None = None
     dry_run: bool = False
+    arch: str | None = None  # the servers' CPU; None: the project's answer for the target
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class BuildPlan:
     pin: PinPythons | None
     nocache: bool = False
     network: str | None = None
+    arch: str = "x86_64"  # the CPU of the servers the image runs on (aarch64, x86_64)
 
     @property
     def base(self) -> str:
@@ -171,6 +173,7 @@ def plan_build(request: BuildRequest) -> BuildPlan:
         pin=_pin(entry, options.framework, args, given),
         nocache=request.nocache,
         network=request.network,
+        arch=request.arch or options.image_arch(request.target),
     )
 
 

@@ -12,6 +12,7 @@ from generator import engine as engines
 from generator.accelerators import detect
 from generator.engine import Engine, Lines
 from generator.errors import ContainerFailed
+from generator.image import arch as arches
 from generator.image.plan import check_target, default_tag
 from generator.project import read_record
 
@@ -106,6 +107,10 @@ def smoke_image(
     tag = tag or default_tag(options, target, project_dir)
     engine = connect()
     image = engine.require_image(tag, "build it first with gen image build")
+    built_for = arches.image_arch(image)
+    emulator = arches.check_emulation(built_for, str(engine.info().get("Architecture", "")))
+    if emulator:
+        on_status(f"{tag} is an {built_for} image: it runs here by {emulator}, slowly")
     accelerators = detect(engine.runtimes(), dev)
     on_status(f"smoke-testing {tag}: {accelerators.describe()}")
     output_dir = project_dir / "output" / f"smoke-{target}"

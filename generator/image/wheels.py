@@ -32,8 +32,6 @@ from packaging.version import Version
 
 from generator.cache import JsonCache
 
-# Docker's architecture names, as wheel platform tags spell them.
-MACHINES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
 UNFOLLOWED = re.compile(r"(-r|--requirement|-c|--constraint|-e|--editable)(\s|=|$)")
 
 

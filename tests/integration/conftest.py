@@ -178,8 +178,11 @@ def small_project(options: Options, dest: Path) -> Path:
 
 
 def small_build_args(wheelhouse: Path, pin: str = SMALL_PIN) -> list[str]:
-    """Build on the stand-in base, offline, with ``pin`` as the framework."""
+    """Build on the stand-in base, offline, with ``pin`` as the framework: for this host's
+    x86_64 CPU (an Ascend project's images are for aarch64 unless told)."""
     return [
+        "--arch",
+        "x86_64",
         "--base-image",
         STANDIN_BASE,
         "--wheelhouse",

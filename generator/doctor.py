@@ -26,7 +26,7 @@ from generator.shipped.hostcheck import FAIL, NA, OK, Result
 BUILD_SPACE = 20 * 2**30
 BASE_SPACE = 10 * 2**30
 ENTRY_FILES = (
-    *("train.py", "eval.py", "predict.py", "export.py", "env.sh", "config.yaml"),
+    *("train.py", "eval.py", "predict.py", "export.py", "launch.py", "env.sh", "config.yaml"),
     *("scripts/run_1p.sh", "scripts/run_8p.sh"),
 )
 
@@ -207,7 +207,7 @@ def project_checks(subject: Subject) -> list[Result]:
             results.append(Result("rank table", OK, f"{table.name}: {loaded.rank_size} ranks"))
     else:
         results.append(Result("rank table", NA, "no rank table for this target"))
-    results.append(image_base(subject))
+    results += [image_base(subject), image_cpu(subject)]
     return results
 
 
@@ -235,6 +235,38 @@ def image_base(subject: Subject) -> Result:
         f"{tag} is built on {base or 'an unrecorded base'}",
         f"{subject.entry.base} (the catalogue's {subject.entry.id})",
         f"gen image build --target {subject.target} again",
+    )
+
+
+def image_cpu(subject: Subject) -> Result:
+    """The CPU the image is built for (before a build, the project's answer for it) against
+    this host's: an aarch64 image stops on an x86_64 server with "exec format error"."""
+    from generator.engine import connect
+    from generator.image import arch as arches
+    from generator.image.plan import default_tag
+
+    name = "image CPU"
+    assert subject.options is not None and subject.project_dir is not None
+    if subject.root != "/":
+        return Result(name, NA, "this host's CPU is not read from --root")
+    tag = default_tag(subject.options, subject.target, subject.project_dir)
+    try:
+        image = connect(timeout_s=10).image(tag)
+    except GenError:
+        image = None
+    if image is None:
+        built, what = subject.options.image_arch(subject.target), "the project builds"
+    else:
+        built, what = arches.image_arch(image), f"{tag} is built"
+    here = arches.host_arch()
+    if built == here:
+        return Result(name, OK, f"{what} for {built}, this host's CPU")
+    return Result(
+        name,
+        FAIL,
+        f"{what} for {built}; this host is {here}",
+        f"an {here} image on this host",
+        f"gen image build --target {subject.target} --arch {here}, or run it on {built} servers",
     )
 
 

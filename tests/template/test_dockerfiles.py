@@ -67,7 +67,8 @@ def test_both_dockerfiles_are_one_template_that_never_reaches_a_project(
         assert text == f"{{% set target = '{target}' %}}{{% include 'Dockerfile.j2' -%}}\n"
     for project in rendered.values():
         assert not list(project.rglob("*.j2")) and not (project / "templates").exists()
-    # What a project is generated for besides the target changes no Dockerfile.
+    # What a project is generated for besides the target and the platform's user changes no
+    # Dockerfile.
     for framework, both in rendered.items():
         for target in TARGETS:
             only = render_project(f"demo-{framework}-{target}", framework=framework, target=target)
@@ -75,10 +76,11 @@ def test_both_dockerfiles_are_one_template_that_never_reaches_a_project(
                 f"other-{framework}-{target}",
                 framework=framework,
                 target=target,
-                platform="modelarts",
+                platform="generic",
                 devices_per_node=2,
                 nnodes=4,
                 ms_train_loop="custom",
+                arch="x86_64",
             )
             expected = (both / f"Dockerfile.{target}").read_text()
             assert (only / f"Dockerfile.{target}").read_text().replace(
@@ -87,6 +89,20 @@ def test_both_dockerfiles_are_one_template_that_never_reaches_a_project(
             assert (other / f"Dockerfile.{target}").read_text().replace(
                 other.name, "demo"
             ) == expected
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_modelarts_image_runs_as_ma_user(render_project: RenderProject, target: str) -> None:
+    """ModelArts runs custom images as ma-user (uid 1000) of ma-group (gid 100), home
+    /home/ma-user; other platforms keep train (CUDA) or HwHiAiUser (Ascend)."""
+    project = render_project(target=target, platform="modelarts")
+    text = (project / f"Dockerfile.{target}").read_text()
+    assert "groupadd --non-unique --gid 100 ma-group" in text
+    assert "--uid 1000 --gid 100 --home-dir /home/ma-user --create-home" in text
+    assert "\nUSER ma-user\n" in text and "USER 1000:1000" not in text
+    assert "USER HwHiAiUser" not in text and "useradd --create-home --uid 1000" not in text
+    assert text.count("--chown=ma-user:ma-group") == 4
+    assert ("usermod --append --groups HwHiAiUser ma-user" in text) == (target == "ascend")
 
 
 @pytest.mark.parametrize("chip", CHIPS)

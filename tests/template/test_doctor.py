@@ -68,7 +68,7 @@ def test_a_cuda_project_on_a_host_tree(tmp_path: Path, fixture: str, line: str) 
     assert lines[0].startswith("✗ engine: ")
     assert "– GPU architecture: checked inside the image at start-up (torch's arch list)" in lines
     assert (
-        "✓ entry files: train.py, eval.py, predict.py, export.py, env.sh, config.yaml, "
+        "✓ entry files: train.py, eval.py, predict.py, export.py, launch.py, env.sh, config.yaml, "
         "scripts/run_1p.sh, scripts/run_8p.sh" in lines
     )
     assert "– rank table: no rank table for this target" in lines

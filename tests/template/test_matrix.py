@@ -100,7 +100,7 @@ README_BY_PLATFORM = {
         "**C2Net (智算网络) jobs**",
         "upload_output()",
         "项目 → 云脑 → 训练任务 → 新建训练任务",
-        "启动文件 `train.py`",
+        "启动文件 `launch.py`",
         "passed as `--name=value`",
         "`requirements.txt` is not run",
         "`/tmp/dataset/<archive name>/`",

@@ -177,7 +177,7 @@ def test_every_variable_read_is_in_the_readme_with_its_source(project: Path) -> 
     table = runpy.run_path(str(project / "scripts" / "modelarts.py"))["VARIABLES"]
     readme = (project / "README.md").read_text()
     done_when = (
-        "set the command to `bash scripts/run_8p.sh`; nodes, ranks and the master come from the job"
+        "set the command to `bash /app/scripts/run_8p.sh`; nodes, ranks and the master come from"
     )
     assert done_when in readme
     for name, meaning, source in table:

@@ -6,7 +6,7 @@ FROM train-template/deps:0123456789abcdef
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
 COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py eval.py \
-    predict.py export.py \
+    predict.py export.py launch.py \
     rank_table_8p.json ./
 COPY --chown=HwHiAiUser:HwHiAiUser src ./src
 COPY --chown=HwHiAiUser:HwHiAiUser scripts ./scripts

@@ -72,7 +72,7 @@ FROM runtime
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
 COPY --chown=train:train requirements.txt config.yaml env.sh train.py eval.py \
-    predict.py export.py ./
+    predict.py export.py launch.py ./
 COPY --chown=train:train src ./src
 COPY --chown=train:train scripts ./scripts
 # A few images to label: the smoke test runs predict.py on them.

@@ -72,6 +72,27 @@ def visible(kind: str) -> Seen:
     return Seen(kind, len(nodes), ", ".join(nodes) or f"no {NODES[kind]}")
 
 
+# A backend's device name (torch's cuda:0, MindSpore's GPU:0 or Ascend:0) by its kind.
+KINDS = {"cuda": "cuda", "gpu": "cuda", "npu": "npu", "ascend": "npu"}
+
+
+def idle(device: str, world_size: int) -> str | None:
+    """The warning for a run of one process on one of several visible accelerators: a
+    platform that starts `python train.py` once per node on a multi-card spec (None when
+    the run has several ranks, runs on the CPU, or sees one device)."""
+    kind = KINDS.get(device.split(":")[0].lower())
+    if kind is None or world_size > 1:
+        return None
+    found = visible(kind)
+    if found.count <= 1:
+        return None
+    return (
+        f"{found.describe()} are visible and this run is one process on one of them: "
+        f"{found.count - 1} stay idle. Start one rank per device: boot file launch.py "
+        "(OpenI, ModelArts), or bash scripts/run_8p.sh --nproc auto"
+    )
+
+
 def _listed(value: str) -> int | None:
     """How many devices a VISIBLE variable lists: ids (0,2), ranges (0-3), the Ascend
     runtime's names (Ascend910-4) or CUDA's UUIDs (GPU-...), up to the first a runtime

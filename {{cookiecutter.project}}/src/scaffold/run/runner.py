@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from src.scaffold.backend import devices
 from src.scaffold.backend.api import Backend, BatchPlan
 from src.scaffold.config import Config
 from src.scaffold.data import finder
@@ -244,6 +245,9 @@ def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> N
         print(backend.placement, flush=True)
         if backend.unseen:
             log.warning("%s", backend.unseen)
+        idle = devices.idle(backend.device, backend.world_size)
+        if idle:
+            log.warning("%s", idle)
         checked = host_line(cfg.strict)  # in the project's images only
         if checked:
             (log.warning if checked[1] else log.info)("%s", checked[0])

@@ -148,7 +148,8 @@ def test_plain_docker_build_builds_the_whole_dockerfile_without_gen(
     # eval.py, predict.py and export.py beside train.py; samples/ for the smoke's predict.py.
     assert listing == str(
         [
-            *("config.yaml", "env.sh", "eval.py", "export.py", "output", "predict.py"),
+            *("config.yaml", "env.sh", "eval.py", "export.py", "launch.py", "output"),
+            "predict.py",
             *("requirements.txt", "samples", "scripts", "src", "train.py"),
         ]
     )
@@ -175,6 +176,41 @@ def test_ascend_user_takes_its_ids_from_build_arguments(
     expected = "uid=1234(HwHiAiUser) gid=2345(HwHiAiUser) groups=2345(HwHiAiUser)"
     assert _run(docker_engine, "ids:own", "id", "HwHiAiUser") == expected
     assert _run(docker_engine, "ids:own", "id", "-un") == "HwHiAiUser"
+
+
+@pytest.mark.parametrize("target", ["cuda", "ascend"])
+def test_a_modelarts_image_runs_as_ma_user_in_its_home(
+    tmp_path: Path,
+    docker_engine: engine.Engine,
+    small_wheelhouse: Path,
+    created: None,
+    target: str,
+) -> None:
+    """ModelArts runs a custom image's command as ma-user (uid 1000) of ma-group (gid 100),
+    in /home/ma-user: the launcher runs from there by its full path, writing /app/output."""
+    options = Options("ma", target=target, platform="modelarts")
+    project = small_project(options, tmp_path)
+    extra = NO_NPU if target == "ascend" else []
+    tag = _built(_build(project, small_wheelhouse, target, *extra).stdout)[2]
+    assert (
+        _run(docker_engine, tag, "id") == "uid=1000(ma-user) gid=100(ma-group) groups=100(ma-group)"
+    )
+    home = "cd && pwd && echo $HOME && stat -c %U:%G . /app /app/output"
+    assert _lines(docker_engine, tag, home) == [
+        *("/home/ma-user", "/home/ma-user"),
+        *(["ma-user:ma-group"] * 3),
+    ]
+    dry = "cd && bash /app/scripts/run_8p.sh --dry-run --nproc 1 && touch /app/output/x"
+    assert any("train.py" in line for line in _lines(docker_engine, tag, dry))
+
+
+def _lines(docker_engine: engine.Engine, tag: str, script: str) -> list[str]:
+    """What ``script`` prints in the image (env.sh's notes aside)."""
+    result = docker_engine.run(
+        engine.ContainerSpec(tag, ["bash", "-c", script]), timeout_s=120, on_line=lambda _: None
+    )
+    assert result.exit_code == 0, result.log
+    return [line for line in result.log if not line.startswith("env.sh: ")]
 
 
 def test_the_davinci_manager_group_joins_the_container(

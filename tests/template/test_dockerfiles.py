@@ -97,8 +97,8 @@ def test_a_modelarts_image_runs_as_ma_user(render_project: RenderProject, target
     /home/ma-user; other platforms keep train (CUDA) or HwHiAiUser (Ascend)."""
     project = render_project(target=target, platform="modelarts")
     text = (project / f"Dockerfile.{target}").read_text()
-    assert "groupadd --non-unique --gid 100 ma-group" in text
-    assert "--uid 1000 --gid 100 --home-dir /home/ma-user --create-home" in text
+    assert "groupadd --gid 100 ma-group" in text and "groupmod --new-name ma-group" in text
+    assert "useradd --uid 1000 --gid 100 --shell /bin/bash ma-user" in text
     assert "\nUSER ma-user\n" in text and "USER 1000:1000" not in text
     assert "USER HwHiAiUser" not in text and "useradd --create-home --uid 1000" not in text
     assert text.count("--chown=ma-user:ma-group") == 4

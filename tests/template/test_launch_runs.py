@@ -40,9 +40,19 @@ from tests.template.launchers import (
 def test_two_ranks_train_on_cpu(
     render_project: RenderProject, framework: str, target: str, launcher: str
 ) -> None:
-    project = render_project(framework=framework, target=target, devices_per_node=2)
+    """run_8p.sh of a 2-device project; for torchrun, OpenI's multi-card boot file instead:
+    `python launch.py ARGS` in an 8-device project on a node that shows 2 GPUs starts 2
+    ranks (--nproc auto), with the arguments the platform appended."""
+    openi = launcher == "torchrun"
+    devices = 8 if openi else 2
+    project = render_project(framework=framework, target=target, devices_per_node=devices)
     variables = env(PYTHON=sys.executable, MASTER_PORT=free_port())
-    result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
+    if openi:
+        variables["CUDA_VISIBLE_DEVICES"] = "0,1"
+        boot = [str(project / "launch.py"), *SMOKE[1:]]
+        result = run(Path(sys.executable), *boot, environ=variables, timeout=300, cwd=Path("/"))
+    else:
+        result = run(project / "scripts" / "run_8p.sh", *SMOKE, environ=variables, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"run_{launcher}.sh: all 2 " in result.stdout
     assert "test loss" in result.stdout, "rank 0's progress is shown"

@@ -757,3 +757,16 @@ def test_recorded_spod_info_is_read_by_its_command_lines() -> None:
     with pytest.raises(rt.RankTableError, match="super pod ids 0, 1: pass --super-pod-id"):
         rt.a3_ids([0, 1], "910_93", spod_info=two)
     assert rt.a3_ids([0, 1], "910_93", spod_info=two, super_pod_id="s0")[1] == "s0"
+
+
+def test_the_ranks_meet_at_rank_0s_container_where_the_table_gives_it() -> None:
+    """A ModelArts or MindCluster table names each server by its host and may give the
+    container's own address: rank 0's store listens in its container, so torch's ranks meet
+    there; a table of host addresses only meets at rank 0's host."""
+    from generator.shipped.ranktable import node
+
+    both = _server("10.0.0.2", range(2), 0, host_ip="10.0.0.2", container_ip="172.16.3.7")
+    other = _server("10.0.0.1", range(2), 2)
+    table = rt.loads(json.dumps(_table(other, both)))
+    assert node.master(table) == "172.16.3.7"
+    assert node.master(rt.loads(json.dumps(_table(_server("10.0.0.2", range(2), 0))))) == "10.0.0.2"

@@ -102,7 +102,9 @@ def master(table: RankTable) -> str:
     not be on the first server, nor on the pod the operator calls the master.
     """
     holder = next(s for s in table.servers if any(d.rank_id == 0 for d in s.devices))
-    return holder.addresses[0]
+    # The store listens in rank 0's container: its address where the table gives one (a
+    # ModelArts or MindCluster table whose containers are not on the host's network).
+    return holder.container_ip or holder.addresses[0]
 
 
 # --- device numbering: the table's ids are physical, a process's are local ------------------

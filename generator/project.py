@@ -7,7 +7,9 @@ import json
 import shlex
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
+from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,8 +59,19 @@ def collect_options(project: str, given: Mapping[str, object | None]) -> Options
         if key not in known:
             raise OptionError(key, f"unknown option; known options are {', '.join(known)}")
     values: dict[str, object] = {k: v for k, v in given.items() if v is not None}
+    named = values.get("project")
+    if named is not None and str(named) != project:
+        raise OptionError(
+            "--set project",
+            f"{named!r} differs from the PROJECT argument {project!r}; name the project once",
+        )
     values["project"] = project
-    return validate(values)
+    options = validate(values)
+    if options.framework != "mindspore" and values.get("ms_train_loop") is not None:
+        raise OptionError(
+            "ms_train_loop", f"is MindSpore's training loop; a {options.framework} project has none"
+        )
+    return options
 
 
 def render(options: Options, output_dir: Path, *, no_input: bool = True) -> Path:
@@ -69,6 +82,7 @@ def render(options: Options, output_dir: Path, *, no_input: bool = True) -> Path
     """
     output_dir = output_dir.resolve()
     target = output_dir / options.project
+    _check_writable(output_dir)
     if target.exists():
         raise OutputExists(
             f"{target} already exists; choose another project name or --output-dir "
@@ -103,6 +117,19 @@ def render(options: Options, output_dir: Path, *, no_input: bool = True) -> Path
             shutil.rmtree(created, ignore_errors=True)
             raise RenderError(f"could not lay out {created}: {err}") from err
     return created
+
+
+def _check_writable(output_dir: Path) -> None:
+    """Refuse, in one line and before anything is rendered, an --output-dir that cannot be
+    made or written (a read-only file system, a path under a file)."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=output_dir, prefix=".gen-probe-")
+    except OSError as err:
+        raise RenderError(
+            f"cannot write in {output_dir}: {err.strerror or err}; choose another --output-dir"
+        ) from err
+    probe.close()
 
 
 class _CompiledTemplates(BytecodeCache):
@@ -165,6 +192,8 @@ def _generate(template: Path, extra: dict[str, str], output_dir: Path) -> Path:
 
 
 RECORD_FILE = ".train-template.json"
+# Every answer a record holds; `arch` came later (older records lack it: auto).
+RECORD_KEYS = tuple(field.name for field in fields(Options) if field.name != "arch")
 
 
 def read_record(project_dir: Path) -> Options:
@@ -179,6 +208,16 @@ def read_record(project_dir: Path) -> Options:
         ) from err
     except (OSError, ValueError) as err:
         raise ProjectNotFound(f"{path}: unreadable ({err})") from err
+    if not isinstance(data, dict):
+        raise ProjectNotFound(f"{path}: not a record of options (a JSON object)")
+    # A key the record lacks is never guessed: a default would plan another project (an
+    # Ascend project read as CUDA). Only answers added to the template since may be absent.
+    missing = [key for key in RECORD_KEYS if key not in data]
+    if missing:
+        raise ProjectNotFound(
+            f"{path} lacks {', '.join(missing)}: restore it from git (git checkout -- "
+            f"{RECORD_FILE}) or add the answers the project was generated with"
+        )
     return validate(data)
 
 

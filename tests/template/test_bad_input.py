@@ -6,6 +6,7 @@ pre-generation hook runs the same checks.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,12 +82,38 @@ def test_gen_new_rejects_bad_project_name(workdir: Path, project: str) -> None:
         (["--set", "devices_per_node=3"], ["devices_per_node", "1, 2, 4, 8"]),
         (["--set", "colour=blue"], ["colour", "known options"]),
         (["--set", "novalue"], ["--set", "KEY=VALUE"]),
+        (["--set", "project=other"], ["'other' differs from the PROJECT argument 'demo'"]),
+        (["--ms-train-loop", "custom"], ["ms_train_loop", "a pytorch project has none"]),
+        (["--arch", "arm"], ["--arch", "aarch64"]),
     ],
 )
 def test_gen_new_rejects_bad_options(workdir: Path, args: list[str], words: list[str]) -> None:
     result = gen("new", "demo", "--no-input", *args, cwd=workdir)
     _assert_one_line_error(result, *words)
     assert not (workdir / "demo").exists()
+
+
+@pytest.mark.parametrize("where", ["under-a-file/out", "/proc/gen-out"])
+def test_gen_new_into_a_directory_it_cannot_write_is_one_line(workdir: Path, where: str) -> None:
+    (workdir / "under-a-file").write_text("a file, not a directory")
+    result = gen("new", "demo", "--no-input", "--output-dir", where, cwd=workdir)
+    _assert_one_line_error(result, "cannot write in", "choose another --output-dir")
+    assert _entries(workdir) == {"under-a-file"}
+
+
+def test_a_record_missing_an_answer_is_refused_naming_it(workdir: Path) -> None:
+    """An Ascend project whose record lost `target` is not read as a CUDA one."""
+    assert gen("new", "demo", "--no-input", "--target", "ascend", cwd=workdir).returncode == 0
+    record = workdir / "demo" / ".train-template.json"
+    data = json.loads(record.read_text())
+    del data["target"]
+    record.write_text(json.dumps(data))
+    before = {p: p.read_bytes() for p in (workdir / "demo").rglob("*") if p.is_file()}
+    for command in (["update", "--dry-run"], ["image", "build", "--target", "ascend", "--dry-run"]):
+        result = gen(*command, cwd=workdir / "demo")
+        _assert_one_line_error(result, "lacks target", "restore it from git")
+    after = {p: p.read_bytes() for p in (workdir / "demo").rglob("*") if p.is_file()}
+    assert after == before
 
 
 def test_gen_new_leaves_an_existing_directory_untouched(workdir: Path) -> None:

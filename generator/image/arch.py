@@ -5,7 +5,10 @@ pools run aarch64 (Kunpeng) CPUs, so an image built on an x86_64 laptop must be 
 aarch64 to start there. An engine builds for another CPU by running that CPU's programs
 under QEMU: the kernel's binfmt_misc hands them to qemu-user-static, registered with the
 F flag so that the interpreter is opened once and works inside containers (Debian's
-qemu-user-static and binfmt-support packages register it so).
+qemu-user-static registers it so: /usr/share/binfmts/qemu-aarch64 says "fix_binary yes").
+Sources: the servers' CPUs, Huawei's Atlas 800T A2 and Atlas 900 A2/A3 product pages
+(Kunpeng 920); MindCluster's node label host-arch (huawei-arm, huawei-x86) for the same
+split on Kubernetes (Ascend/mind-cluster docs/en/scheduling/api/k8s.md).
 """
 
 from __future__ import annotations

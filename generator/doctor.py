@@ -25,6 +25,20 @@ from generator.shipped.hostcheck import FAIL, NA, OK, Result
 # CUDA or torch_npu, MindSpore) and the build's copies; and a CANN or CUDA base to pull.
 BUILD_SPACE = 20 * 2**30
 BASE_SPACE = 10 * 2**30
+# Each catalogue CANN's own compatible_version (its ascend_toolkit_install.info), by the
+# innerversion the catalogue names: the toolkit's half of hostcheck.ascend_compatible,
+# which the host cannot read from an image it may not have. Copied from real records,
+# each in tests/data/doctor (PROVENANCE.md); CANN 9.0.0's is not recorded yet.
+TOOLKIT_LISTS = {
+    "V100R001C20SPC001B251": "[V100R001C15],[V100R001C17],[V100R001C18],[V100R001C19],"
+    "[V100R001C20]",  # 8.0.0
+    "V100R001C21SPC001B238": "[V100R001C15],[V100R001C18],[V100R001C19],[V100R001C20],"
+    "[V100R001C21]",  # 8.1.RC1
+    **dict.fromkeys(
+        ("V100R001C22SPC001B231", "V100R001C23SPC001B235", "V100R001C25SPC001B232"),
+        "[V100R001C15],[V100R001C18],[V100R001C19],[V100R001C20],[V100R001C21],[V100R001C23]",
+    ),  # 8.2.RC1, 8.3.RC1, 8.5.0
+}
 ENTRY_FILES = (
     *("train.py", "eval.py", "predict.py", "export.py", "launch.py", "env.sh", "config.yaml"),
     *("scripts/run_1p.sh", "scripts/run_8p.sh"),
@@ -116,10 +130,15 @@ def _runtime(target: str, info: dict[str, object]) -> Result:
 
 
 def _base_image(engine: Engine, base: str) -> Result:
+    from generator.engine.registry import refusal_reason
+
     name = "base image"
     if engine.image(base) is not None:
         return Result(name, OK, f"{base} is on this host")
-    said = engine.registry_knows(base)
+    try:
+        said = engine.registry_knows(base)
+    except GenError:
+        return Result(name, NA, f"{base} is not here; the engine stopped answering")
     if said is None:
         return Result(
             name, OK, f"{base} is not here; its registry has it (gen image build pulls it)"
@@ -127,7 +146,7 @@ def _base_image(engine: Engine, base: str) -> Result:
     return Result(
         name,
         FAIL,
-        f"{base} is neither here nor pullable ({said})",
+        f"{base} is neither here nor pullable ({refusal_reason(base, said)})",
         "the base image on this host or a reachable registry",
         f"docker pull {base} where a registry is reachable, then docker save/load it here",
     )
@@ -137,7 +156,7 @@ def nvidia_checks(subject: Subject) -> list[Result]:
     cuda = subject.entry.cuda or "?"
     driver = hostcheck.nvidia_driver(subject.root)
     return [
-        hostcheck.cuda_driver_check(driver, cuda, driver_table()),
+        hostcheck.cuda_driver_check(driver, cuda, driver_table(), subject.root),
         Result("GPU architecture", NA, "checked inside the image at start-up (torch's arch list)"),
     ]
 
@@ -148,7 +167,7 @@ def ascend_checks(subject: Subject, chip: str) -> list[Result]:
     driver_info = hostcheck.read(root, hostcheck.ASCEND_DRIVER_INFO)
     results = [
         hostcheck.ascend_devices(root),
-        hostcheck.cann_check(driver_info, None, entry.cann or "?", entry.innerversion or ""),
+        hostcheck.cann_check(driver_info, toolkit_record(entry), entry.cann or "?", ""),
     ]
     tool = hostcheck.npu_smi(root)
     results.append(
@@ -162,12 +181,23 @@ def ascend_checks(subject: Subject, chip: str) -> list[Result]:
             "install the Ascend driver (npu-smi is in /usr/local/sbin)",
         )
     )
+    # On this host npu-smi is run; under --root its recorded output is read, nothing run.
     results.append(
         hostcheck.chip_check(root, chip)
-        if tool
+        if tool or not hostcheck.is_host(root)
         else Result("Ascend chip", NA, "npu-smi is missing")
     )
     return results
+
+
+def toolkit_record(entry: catalog.Entry) -> str | None:
+    """The image's toolkit record as far as the host knows it: the catalogue's
+    innerversion and, where recorded (TOOLKIT_LISTS), that release's compatible_version."""
+    if not entry.innerversion:
+        return None
+    listed = TOOLKIT_LISTS.get(entry.innerversion)
+    record = f"innerversion={entry.innerversion}\n"
+    return record + (f"compatible_version={listed}\n" if listed else "")
 
 
 def project_checks(subject: Subject) -> list[Result]:
@@ -189,26 +219,31 @@ def project_checks(subject: Subject) -> list[Result]:
     ]
     table = project / "rank_table_8p.json"
     if subject.target == "ascend" and table.is_file():
-        from generator.shipped.ranktable import tables as ranktable
-
-        try:
-            loaded = ranktable.load(table, chip=options.chip)
-        except GenError as err:
-            results.append(
-                Result(
-                    "rank table",
-                    FAIL,
-                    f"{table.name}: {err}",
-                    "a table HCCL accepts",
-                    "gen ranktable check, then fix or regenerate it",
-                )
-            )
-        else:
-            results.append(Result("rank table", OK, f"{table.name}: {loaded.rank_size} ranks"))
+        results.append(rank_table_check(table, options.chip))
     else:
         results.append(Result("rank table", NA, "no rank table for this target"))
     results += [image_base(subject), image_cpu(subject)]
     return results
+
+
+def rank_table_check(table: Path, chip: str) -> Result:
+    """The table as `gen ranktable check` reads it; what is wrong with it is one ✗ line."""
+    from generator.shipped.ranktable import tables as ranktable
+
+    try:
+        loaded = ranktable.load(table, chip=chip)
+    # RankTableError is a ValueError (the module ships in projects, without gen's errors);
+    # so is the UnicodeDecodeError of a file that is not text.
+    except (GenError, ValueError, OSError) as err:
+        said = "not UTF-8 text" if isinstance(err, UnicodeError) else str(err)
+        return Result(
+            "rank table",
+            FAIL,
+            f"{table.name}: {said.replace(f'{table}: ', '')}",
+            "a table HCCL accepts",
+            "gen ranktable check, then fix or regenerate it",
+        )
+    return Result("rank table", OK, f"{table.name}: {loaded.rank_size} ranks")
 
 
 def image_base(subject: Subject) -> Result:

@@ -18,7 +18,10 @@ import click
     default="/",
     show_default=True,
     type=click.Path(exists=True, file_okay=False),
-    help="Read /proc, /sys, /dev and /usr/local/Ascend under this directory.",
+    metavar="DIR",
+    help="Read /proc, /sys, /dev and /usr/local/Ascend under DIR. Under any DIR but / "
+    "nothing is run: `npu-smi info` is read from DIR/npu-smi-info.txt, its output as "
+    "recorded on the server (npu-smi info > npu-smi-info.txt).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The checks as JSON.")
 def doctor(project_dir: Path | None, target: str | None, root: str, as_json: bool) -> None:

@@ -17,6 +17,17 @@ from generator.errors import (
     RemoteUnreachable,
 )
 
+# A registry's refusal, by the words Docker passes on (the first match names it).
+REGISTRY_REASONS = (
+    (("manifest unknown",), "the registry has no such tag"),
+    (("no such host",), "{host} does not resolve"),
+    (("x509", "certificate"), "{host}'s TLS certificate is not trusted here"),
+    (("HTTP response to HTTPS client",), "{host} speaks HTTP (add it to insecure-registries)"),
+    (("refused", "timeout", "Timeout", "unreachable", "dial tcp"), "{host} is not reachable"),
+    (("denied", "unauthorized"), "the registry refused: no such repository, or docker login"),
+    (("not found",), "the registry has no such tag"),
+)
+
 
 def push(sdk: Sdk, local_ref: str, remote_ref: str, *, auth: Auth, on_progress: Progress) -> str:
     """Tag ``local_ref`` as ``remote_ref`` (repository:tag), push it, return the digest.
@@ -117,3 +128,16 @@ def registry_error(registry: str, message: str, secret: str) -> PushFailed:
             [message],
         )
     return PushFailed(f"the registry {registry} refused the transfer: {message}", [message])
+
+
+def refusal_reason(ref: str, said: str) -> str:
+    """What the engine said when asked for ``ref`` (often a few hundred characters, with
+    the registry's URL) as one short, true clause: why the registry does not serve it."""
+    first = ref.split("/", 1)[0]
+    is_host = "/" in ref and ("." in first or ":" in first or first == "localhost")
+    host = first if is_host else "registry-1.docker.io"
+    for words, reason in REGISTRY_REASONS:
+        if any(word in said for word in words):
+            return reason.format(host=host)
+    last = said.rsplit(": ", 1)[-1].strip()
+    return last if len(last) <= 80 else last[:79] + "…"

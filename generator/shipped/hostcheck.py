@@ -27,6 +27,9 @@ TOOLKIT_INFOS = (
     "usr/local/Ascend/cann-*/*-linux/ascend_toolkit_install.info",
 )
 NPU_SMI = ("usr/local/sbin/npu-smi", "usr/local/bin/npu-smi")
+# Under a --root other than /, `npu-smi info`'s output as recorded on the server
+# (npu-smi info > npu-smi-info.txt): a tree given to be read is never run.
+NPU_SMI_RECORD = "npu-smi-info.txt"
 # The nodes an Ascend container needs beside /dev/davinciN (ascend-docker-runtime's
 # runtime/main.go: the manager, memory management and host-device channel).
 ASCEND_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
@@ -85,17 +88,37 @@ def nvidia_driver(root: str = "/") -> str | None:
     return text.strip() if text and VERSION_RE.fullmatch(text.strip()) else None
 
 
-def cuda_driver_check(driver: str | None, cuda: str, table: dict[str, dict[str, str]]) -> Result:
+def nvidia_driver_problem(root: str = "/") -> str:
+    """Why nvidia_driver(root) found no version: a file that is there but cannot be read
+    or holds no version is named as such; only when neither file exists is there no driver."""
+    for name in (NVIDIA_PROC, NVIDIA_SYS):
+        path = os.path.join(root, name)
+        if os.path.lexists(path):
+            text = read(root, name)
+            what = "unreadable" if text is None else "unparseable (no driver version in it)"
+            return f"/{name} is {what}"
+    return f"no NVIDIA driver (no /{NVIDIA_PROC})"
+
+
+def cuda_driver_check(
+    driver: str | None, cuda: str, table: dict[str, dict[str, str]], root: str | None = None
+) -> Result:
     """The driver against the image's CUDA: the toolkit's minimum, else the major's
-    minor-version-compatibility minimum (PTX JIT and newer-driver APIs then fail)."""
+    minor-version-compatibility minimum (PTX JIT and newer-driver APIs then fail). With
+    ``root``, a missing version says why (nvidia_driver_problem)."""
     name = "NVIDIA driver"
     if driver is None:
+        found = (
+            nvidia_driver_problem(root) if root is not None else "no NVIDIA driver version found"
+        )
         return Result(
             name,
             FAIL,
-            "no NVIDIA driver (no /proc/driver/nvidia/version)",
+            found,
             f"a driver for CUDA {cuda}",
-            "install the NVIDIA driver, or run where one is",
+            "install the NVIDIA driver, or run where one is"
+            if found.startswith("no NVIDIA driver")
+            else "reinstall the driver (it writes the file), or run where one is loaded",
         )
     release = ".".join(cuda.split(".")[:2])
     full = table.get("toolkit", {}).get(release)
@@ -166,10 +189,30 @@ def compatible(inner: str, listed: str) -> bool:
     return False
 
 
+# The Ascend rule, one for gen doctor and the start-up check. Each package records the
+# releases it works with: the driver's version.info and the CANN toolkit's
+# ascend_toolkit_install.info both carry an innerversion and a compatible_version list, the
+# two files Ascend DMI's "NPU driver and CANN compatibility" check reads (MindCluster
+# toolbox guide, hiascend.com: "Software and Hardware Compatibility Test", toolboxug_0022;
+# "Innerversion is NA ...", toolboxug_0111). The newer package holds the list: driver
+# 25.3.rc1 lists C19..C23, not CANN 8.5.0's C25 (its version.info as printed in
+# hicann/pypto's FAQ "CANN包不兼容", docs/zh/tutorials/appendix/faq/
+# cann-package-incompatible.md, which shows it meeting "driver >= 25.2.0, CANN >= 8.5.0"),
+# while 8.5.0's toolkit lists C23 (its record in vllm-project/vllm-ascend issue #6271).
+# So: compatible when either record lists the other; when neither does, not.
+def ascend_compatible(driver: dict[str, str], toolkit: dict[str, str]) -> str:
+    """Which record lists the other ("driver" or "toolkit"), "" when neither does."""
+    if compatible(toolkit.get("innerversion", ""), driver.get("compatible_version", "")):
+        return "driver"
+    if compatible(driver.get("Innerversion", ""), toolkit.get("compatible_version", "")):
+        return "toolkit"
+    return ""
+
+
 def cann_check(driver_info: str | None, toolkit_info: str | None, cann: str, inner: str) -> Result:
-    """The Ascend driver against a CANN toolkit: compatible when the driver's
-    compatible_version lists the toolkit's innerversion, or the toolkit's lists the
-    driver's (a newer package holds the list)."""
+    """The Ascend driver against a CANN toolkit by ascend_compatible. ``toolkit_info`` is
+    the toolkit's record (``inner`` stands in for its innerversion without one); without
+    its compatible_version, a driver that does not list it is not judged here."""
     name = "Ascend driver"
     if driver_info is None:
         return Result(
@@ -181,22 +224,27 @@ def cann_check(driver_info: str | None, toolkit_info: str | None, cann: str, inn
         )
     driver = key_values(driver_info)
     toolkit = key_values(toolkit_info or "")
-    inner = toolkit.get("innerversion", inner)
+    toolkit.setdefault("innerversion", inner)
+    inner = toolkit["innerversion"][:11]
     if not inner:
         return Result(name, NA, f"no innerversion known for CANN {cann}: checked in the image")
-    version = driver.get("Version", "?")
-    driver_inner = driver.get("Innerversion", "")
-    if compatible(inner, driver.get("compatible_version", "")) or compatible(
-        driver_inner, toolkit.get("compatible_version", "")
-    ):
-        return Result(name, OK, f"{version} ({driver_inner[:11]}) lists CANN {cann} ({inner[:11]})")
+    mine = f"{driver.get('Version', '?')} ({driver.get('Innerversion', '?')[:11]})"
+    theirs = f"CANN {cann} ({inner})"
+    lister = ascend_compatible(driver, toolkit)
+    if lister:
+        listed = f"{mine} lists {theirs}" if lister == "driver" else f"{theirs} lists {mine}"
+        return Result(name, OK, listed)
+    if "compatible_version" not in toolkit:
+        return Result(
+            name, NA, f"{mine} does not list {theirs}, whose own list is checked in the image"
+        )
     return Result(
         name,
         FAIL,
-        f"{version} accepts {driver.get('compatible_version', '?')}",
-        f"a driver whose compatible_version lists CANN {cann} ({inner[:11]})",
+        f"{mine} and {theirs}: neither's compatible_version lists the other",
+        f"a driver that lists CANN {cann}, or that it lists",
         "install the Ascend HDK the CANN release notes pair with it (版本配套), "
-        "or choose an image with an older CANN",
+        "or choose an image whose CANN this driver lists",
     )
 
 
@@ -219,11 +267,9 @@ def ascend_devices(root: str = "/") -> Result:
 
 
 def npu_smi(root: str = "/") -> str | None:
-    for name in NPU_SMI:
-        path = os.path.join(root, name)
-        if os.access(path, os.X_OK):
-            return path
-    return None
+    """npu-smi's path under ``root`` when it is there (found, never run, by this)."""
+    paths = (os.path.join(root, name) for name in NPU_SMI)
+    return next((path for path in paths if os.access(path, os.X_OK)), None)
 
 
 def chip_of(info: str) -> str | None:
@@ -238,30 +284,50 @@ def chip_of(info: str) -> str | None:
     return None
 
 
-def chip_check(root: str, wanted: str) -> Result:
-    name = "Ascend chip"
+def is_host(root: str) -> bool:
+    """Whether ``root`` is this machine's own / (the only root whose programs are run)."""
+    return os.path.realpath(root) == os.path.realpath("/")
+
+
+def npu_smi_info(root: str = "/") -> tuple[str | None, str]:
+    """`npu-smi info`'s output and where it came from (None and why when there is none).
+    Under / the tool is run; under any other root only NPU_SMI_RECORD is read."""
+    if not is_host(root):
+        record = os.path.join(root, NPU_SMI_RECORD)
+        text = read(root, NPU_SMI_RECORD)
+        if text is None:
+            return None, f"no {record} (npu-smi is not run under --root)"
+        return text, record
     tool = npu_smi(root)
     if tool is None:
+        return None, "no npu-smi"
+    try:
+        done = subprocess.run([tool, "info"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        return None, f"npu-smi info failed ({err})"
+    return done.stdout, "npu-smi"
+
+
+def chip_check(root: str, wanted: str) -> Result:
+    name = "Ascend chip"
+    info, source = npu_smi_info(root)
+    if info is None:
+        if not is_host(root):
+            return Result(name, NA, source)
         return Result(
             name,
             FAIL,
-            "no npu-smi",
-            "npu-smi (the driver installs it)",
+            source,
+            "npu-smi info (the driver installs npu-smi)",
             "install the Ascend driver; in a container mount /usr/local/bin/npu-smi",
-        )
-    try:
-        info = subprocess.run([tool, "info"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError) as err:
-        return Result(
-            name, FAIL, f"npu-smi info failed ({err})", "npu-smi info", "check the driver"
         )
     chip = chip_of(info)
     if chip == wanted:
-        return Result(name, OK, f"npu-smi shows {chip}")
+        return Result(name, OK, f"{source} shows {chip}")
     return Result(
         name,
         FAIL,
-        f"npu-smi shows {chip or 'no chip it names'}",
+        f"{source} shows {chip or 'no chip it names'}",
         f"a {wanted} (the project's --chip)",
         f"run on {wanted} servers, or gen update --set chip={chip}"
         if chip

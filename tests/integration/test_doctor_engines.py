@@ -58,10 +58,10 @@ def test_a_host_that_can_run_the_job_passes_every_check(
     base = catalog.load().default("cuda", "pytorch").base
     assert lines[3] == f"✓ base image: {base} is on this host"
     assert "✓ NVIDIA driver: 565.57.01 >= 520.61.05 for CUDA 11.8" in lines
-    assert (
-        lines[-1]
-        == "– image base: demo:cuda-local is not built yet (gen image build --target cuda)"
-    )
+    assert lines[-2:] == [
+        "– image base: demo:cuda-local is not built yet (gen image build --target cuda)",
+        "– image CPU: this host's CPU is not read from --root",
+    ]
 
 
 def test_the_runtime_a_target_needs_is_named(docker_engine: engine.Engine) -> None:
@@ -87,6 +87,14 @@ def test_the_base_image_here_in_a_registry_or_nowhere(
     fresh = engine.connect()
     pulled = doctor._base_image(fresh, remote)
     assert pulled.status == OK and "its registry has it" in pulled.found
-    nowhere = doctor._base_image(fresh, f"{registry.host}/doctor/absent:1")
-    assert nowhere.status == FAIL and "is neither here nor pullable" in nowhere.found
+    absent = f"{registry.host}/doctor/absent:1"
+    nowhere = doctor._base_image(fresh, absent)
+    # The registry's reason in a few words, not Docker's whole answer with its URLs.
+    assert nowhere.status == FAIL and nowhere.found == (
+        f"{absent} is neither here nor pullable (the registry has no such tag)"
+    )
     assert registry.password not in nowhere.found
+    unreachable = doctor._base_image(fresh, "127.0.0.1:1/doctor/base:1")
+    assert unreachable.found == (
+        "127.0.0.1:1/doctor/base:1 is neither here nor pullable (127.0.0.1:1 is not reachable)"
+    )

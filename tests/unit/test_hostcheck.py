@@ -43,6 +43,26 @@ def test_the_driver_version_is_read_from_either_kernel_module(tmp_path: Path, fi
     assert hostcheck.nvidia_driver(root) == PROC_VERSIONS[fixture]
 
 
+def test_a_driver_file_without_a_version_is_named_not_called_missing(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    assert hostcheck.nvidia_driver_problem(root) == (
+        "no NVIDIA driver (no /proc/driver/nvidia/version)"
+    )
+    tree(tmp_path, {hostcheck.NVIDIA_PROC: "NVRM version: something else entirely\n"})
+    assert hostcheck.nvidia_driver(root) is None
+    result = hostcheck.cuda_driver_check(None, "11.8.0", driver_table(), root)
+    assert result.line() == (
+        "✗ NVIDIA driver: /proc/driver/nvidia/version is unparseable (no driver version in it); "
+        "needed: a driver for CUDA 11.8.0; fix: reinstall the driver (it writes the file), or "
+        "run where one is loaded"
+    )
+    os.remove(tmp_path / hostcheck.NVIDIA_PROC)
+    (tmp_path / hostcheck.NVIDIA_PROC).mkdir()  # there, and no file to read
+    assert hostcheck.nvidia_driver_problem(root) == "/proc/driver/nvidia/version is unreadable"
+    # Without a root (the start-up check) the line says only what it knows.
+    assert hostcheck.cuda_driver_check(None, "11.8.0", {}).found == "no NVIDIA driver version found"
+
+
 def test_without_proc_the_module_version_in_sys_is_read(tmp_path: Path) -> None:
     assert hostcheck.nvidia_driver(str(tmp_path)) is None
     root = tree(tmp_path, {hostcheck.NVIDIA_SYS: "550.144.03\n"})
@@ -86,23 +106,66 @@ def test_the_gpu_against_torchs_arch_list(
     assert hostcheck.arch_check(capability, arch_list).status == status
 
 
+DRIVER_25_3 = "ascend-driver-version.info-25.3.rc1"
+
+
 @pytest.mark.parametrize(
-    ("driver", "toolkit", "status"),
+    ("driver", "toolkit", "line"),
     [
-        # The driver lists the toolkit's innerversion (C23).
-        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info-8.3.RC2", OK),
-        # The newer toolkit (C25) lists the driver's (C23): the newer package holds the list.
-        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info-8.5.0", OK),
-        # Neither lists the other (C13 against C19..C23).
-        ("ascend-driver-version.info-25.3.rc1", "ascend_toolkit_install.info", FAIL),
-        ("ascend-driver-version.info", "ascend_toolkit_install.info", OK),
+        # The driver lists the toolkit's innerversion (C23 in C19..C23).
+        (
+            DRIVER_25_3,
+            "ascend_toolkit_install.info-8.3.RC2",
+            "✓ Ascend driver: 25.3.rc1 (V100R001C23) lists CANN x (V100R001C23)",
+        ),
+        # The newer toolkit (C25) lists the driver (C23); the driver does not list C25.
+        (
+            DRIVER_25_3,
+            "ascend_toolkit_install.info-8.5.0",
+            "✓ Ascend driver: CANN x (V100R001C25) lists 25.3.rc1 (V100R001C23)",
+        ),
+        (
+            DRIVER_25_3,
+            "ascend_toolkit_install.info-8.5.0-B232",
+            "✓ Ascend driver: CANN x (V100R001C25) lists 25.3.rc1 (V100R001C23)",
+        ),
+        # Neither lists the other (C13 against C19..C23, C23 against C29, C30, C13...).
+        (
+            DRIVER_25_3,
+            "ascend_toolkit_install.info",
+            "✗ Ascend driver: 25.3.rc1 (V100R001C23) and CANN x (V100R001C13): neither's "
+            "compatible_version lists the other; needed: a driver that lists CANN x, or that "
+            "it lists; fix: install the Ascend HDK the CANN release notes pair with it (版本配套), "
+            "or choose an image whose CANN this driver lists",
+        ),
+        (
+            "ascend-driver-version.info",
+            "ascend_toolkit_install.info",
+            "✓ Ascend driver: 23.0.7 (V100R001C15) lists CANN x (V100R001C13)",
+        ),
+        # 8.0.0's toolkit (C20) lists the older driver 23.0.7 (C15), which lists C13, C15.
+        (
+            "ascend-driver-version.info",
+            "ascend_toolkit_install.info-8.0.0",
+            "✓ Ascend driver: CANN x (V100R001C20) lists 23.0.7 (V100R001C15)",
+        ),
     ],
 )
-def test_the_ascend_driver_against_the_toolkit(driver: str, toolkit: str, status: str) -> None:
-    result = hostcheck.cann_check(
-        (DATA / driver).read_text(), (DATA / toolkit).read_text(), "x", ""
+def test_the_ascend_driver_against_the_toolkit(driver: str, toolkit: str, line: str) -> None:
+    """Either record listing the other is compatible, whichever of the two it is."""
+    driver_info, toolkit_info = (DATA / driver).read_text(), (DATA / toolkit).read_text()
+    assert hostcheck.cann_check(driver_info, toolkit_info, "x", "").line() == line
+
+
+def test_a_toolkit_list_not_known_is_not_judged_against_the_driver() -> None:
+    # The host knows the image's innerversion but not its list: only the driver's side.
+    driver = (DATA / DRIVER_25_3).read_text()
+    result = hostcheck.cann_check(driver, "innerversion=V100R001C10SPC001B250\n", "9.0.0", "")
+    assert result.line() == (
+        "– Ascend driver: 25.3.rc1 (V100R001C23) does not list CANN 9.0.0 (V100R001C10), "
+        "whose own list is checked in the image"
     )
-    assert result.status == status, result
+    assert hostcheck.cann_check(driver, None, "8.0.0", "V100R001C20SPC001B251").status == OK
 
 
 def test_compatible_version_ranges_and_whole_tokens() -> None:
@@ -120,6 +183,15 @@ def test_an_unknown_innerversion_is_not_judged() -> None:
     assert hostcheck.cann_check(None, None, "8.0.0", "").status == FAIL
 
 
+def npu_smi_that_writes(root: Path, marker: Path) -> Path:
+    """An executable npu-smi under ``root`` that would write ``marker`` if it ever ran."""
+    script = root / "usr/local/sbin/npu-smi"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f"#!/bin/sh\ntouch '{marker}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
 @pytest.mark.parametrize(
     ("fixture", "chip"),
     [
@@ -128,17 +200,35 @@ def test_an_unknown_innerversion_is_not_judged() -> None:
         ("npu-smi-info-910-excerpt.txt", "910"),
     ],
 )
-def test_npu_smi_names_the_chip(tmp_path: Path, fixture: str, chip: str) -> None:
+def test_a_roots_recorded_npu_smi_is_read(tmp_path: Path, fixture: str, chip: str) -> None:
+    """Under --root the recorded `npu-smi info` output names the chip; nothing is run."""
     assert hostcheck.chip_of((DATA / fixture).read_text()) == chip
-    script = tmp_path / "usr/local/sbin/npu-smi"
-    script.parent.mkdir(parents=True)
-    # A stand-in npu-smi that prints what the real one printed on that server.
-    script.write_text(f"#!/bin/sh\ncat '{DATA / fixture}'\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    assert hostcheck.chip_check(str(tmp_path), chip).status == OK
+    root = tmp_path / "host"
+    marker = tmp_path / "npu-smi-ran"
+    npu_smi_that_writes(root, marker)
+    tree(root, {hostcheck.NPU_SMI_RECORD: fixture})
+    record = root / hostcheck.NPU_SMI_RECORD
+    assert hostcheck.chip_check(str(root), chip).line() == f"✓ Ascend chip: {record} shows {chip}"
     other = "910b" if chip != "910b" else "910"
-    mismatch = hostcheck.chip_check(str(tmp_path), other)
+    mismatch = hostcheck.chip_check(str(root), other)
     assert mismatch.status == FAIL and f"gen update --set chip={chip}" in mismatch.fix
+    assert not marker.exists()  # the tree's npu-smi never ran
+    record.unlink()
+    assert hostcheck.chip_check(str(root), chip).line() == (
+        f"– Ascend chip: no {record} (npu-smi is not run under --root)"
+    )
+    assert not marker.exists()
+
+
+def test_on_this_host_npu_smi_is_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "npu-smi"
+    # A stand-in npu-smi that prints what the real one printed on that server.
+    script.write_text(f"#!/bin/sh\ncat '{DATA / 'npu-smi-info-910b.txt'}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(hostcheck, "npu_smi", lambda root: str(script))
+    assert hostcheck.chip_check("/", "910b").line() == "✓ Ascend chip: npu-smi shows 910b"
+    monkeypatch.setattr(hostcheck, "npu_smi", lambda root: None)
+    assert hostcheck.chip_check("/", "910b").line().startswith("✗ Ascend chip: no npu-smi; ")
 
 
 def test_ascend_device_nodes(tmp_path: Path) -> None:

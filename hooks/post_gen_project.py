@@ -3,6 +3,8 @@
 The template holds each framework's own files under _<framework>/ so that no
 template needs a page-long if-block; generator/layout.py (shared with `gen new`,
 which runs it in-process) moves the chosen set into place.
+
+Standard library only, importing the template's own code as pre_gen_project.py does.
 """
 
 import json
@@ -10,9 +12,8 @@ import sys
 from pathlib import Path
 
 CONTEXT = json.loads(r"""{{ cookiecutter | jsonify }}""")
-
-# The template's repo root holds the generator package (stdlib-only modules).
-sys.path.insert(0, CONTEXT["_repo_dir"])
+sys.path.insert(0, json.loads(r""" {{ template_code | tojson }} """))
+sys.dont_write_bytecode = True
 
 from generator.layout import finalize  # noqa: E402
 from generator.options import validate  # noqa: E402

@@ -12,9 +12,12 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import stat
 import tarfile
-from collections.abc import Iterable
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +27,10 @@ ARCHIVE = f"{STATE_DIR}/pristine.tar.gz"
 MANIFEST = "manifest.json"
 # git's test: a NUL byte in the first 8000 bytes makes a file binary.
 BINARY_PROBE = 8000
+
+
+class Damaged(ValueError):
+    """An archive that is not what ``dumps`` wrote: the message says what is wrong with it."""
 
 
 @dataclass(frozen=True)
@@ -91,38 +98,73 @@ def dumps(files: dict[str, Entry]) -> bytes:
 
 
 def loads(blob: bytes) -> dict[str, Entry]:
-    """The files of an archive ``dumps`` made (binary ones without their bytes)."""
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+    """The files of an archive ``dumps`` made (binary ones without their bytes); Damaged
+    when it is not one, is cut short, or a file's bytes do not match the manifest."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            members = {info.name: info for info in tar.getmembers() if info.isfile()}
 
-        def member(name: str) -> bytes:
-            handle = tar.extractfile(name)
-            if handle is None:
-                raise ValueError(f"{name} is not a file")
-            return handle.read()
+            def member(name: str) -> bytes:
+                if name not in members:
+                    raise Damaged(f"lacks {name}")
+                handle = tar.extractfile(members[name])
+                assert handle is not None
+                return handle.read()
 
-        manifest = json.loads(member(MANIFEST))
-        return {
-            name: Entry(
-                int(meta["mode"], 8),
-                meta["sha256"],
-                meta["binary"],
-                None if meta["binary"] else member(f"files/{name}"),
-            )
-            for name, meta in manifest.items()
-        }
+            manifest = json.loads(member(MANIFEST))
+            return {name: _entry(name, meta, member) for name, meta in manifest.items()}
+    except (EOFError, zlib.error) as err:
+        raise Damaged(f"is cut short ({err})") from err
+    except (tarfile.TarError, OSError) as err:
+        raise Damaged(f"is not a gzip'd tar archive ({err})") from err
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        if isinstance(err, Damaged):
+            raise
+        raise Damaged(f"has a damaged {MANIFEST} ({type(err).__name__}: {err})") from err
+
+
+def _entry(name: str, meta: dict[str, object], member: Callable[[str], bytes]) -> Entry:
+    binary = meta["binary"]
+    data = None if binary else member(f"files/{name}")
+    digest = str(meta["sha256"])
+    if data is not None and hashlib.sha256(data).hexdigest() != digest:
+        raise Damaged(f"holds files/{name} whose bytes do not match its digest")
+    return Entry(int(str(meta["mode"]), 8), digest, bool(binary), data)
 
 
 def save(project_dir: Path, files: dict[str, Entry] | None = None, archive: str = ARCHIVE) -> None:
     """Keep ``files`` (default: the project as it is now) as the project's pristine render."""
-    target = project_dir / archive
+    write_atomic(project_dir / archive, dumps(snapshot(project_dir) if files is None else files))
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write ``target`` whole or not at all: a temporary file beside it, then a rename."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(dumps(snapshot(project_dir) if files is None else files))
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def load(project_dir: Path, archive: str = ARCHIVE) -> dict[str, Entry] | None:
-    """The pristine render kept in ``project_dir``, None when it keeps none."""
+    """The pristine render kept in ``project_dir``, None when it keeps none; Damaged (its
+    message starting with the archive's path) when it cannot be read back."""
     path = project_dir / archive
-    return loads(path.read_bytes()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        blob = path.read_bytes()
+    except OSError as err:
+        raise Damaged(f"{archive} is unreadable ({err.strerror})") from err
+    try:
+        return loads(blob)
+    except Damaged as err:
+        raise Damaged(f"{archive} {err}") from err
 
 
 def names(*sides: dict[str, Entry]) -> Iterable[str]:

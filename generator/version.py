@@ -1,8 +1,11 @@
-"""Which tool and which template made a project: the version, and the template's commit.
+"""Which tool and which template made a project: the version, the template's commit, and
+the history that says which of two templates is newer.
 
-Standard library only: the template's Jinja extension records both under plain
-cookiecutter. A wheel carries the commit it was built from (hatch_build.py writes
-TEMPLATE_COMMIT beside the template); a checkout asks git.
+Standard library only: the template's Jinja extension records the version and commit
+under plain cookiecutter. A wheel or sdist carries the commit it was built from and that
+commit's history (hatch_build.py writes TEMPLATE_COMMIT beside the template and
+TEMPLATE_HISTORY in the package); a checkout asks git. A copy without either knows only
+its version.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 from generator import __version__
 
 COMMIT_FILE = "TEMPLATE_COMMIT"
+# Every commit of the template's history up to its own, newest first, each followed by its
+# parents: `git rev-list --parents HEAD`, 41 bytes a commit.
+HISTORY_FILE = "TEMPLATE_HISTORY"
 
 
 @lru_cache(maxsize=8)
@@ -29,27 +35,42 @@ def template_commit(template_root: Path) -> str | None:
     return git_commit(template_root)
 
 
+def template_history(template_root: Path) -> str | None:
+    """The template's history as ``commit parent...`` lines (HISTORY_FILE's format), None
+    when unknown: a copy without git, or a wheel built before wheels carried it."""
+    places = [template_root / HISTORY_FILE]
+    if template_root.name == "_template":  # a wheel: the package beside its template
+        places.append(template_root.parent / HISTORY_FILE)
+    for carried in places:
+        if carried.is_file():
+            return carried.read_text(encoding="utf-8")
+    if (template_root / COMMIT_FILE).is_file() or not (template_root / ".git").exists():
+        return None
+    return _git(template_root, "rev-list", "--parents", "HEAD")
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """git's stripped output in ``root``, None when git is missing or fails."""
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    except OSError:
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
 def git_commit(root: Path) -> str | None:
     """HEAD of the git work tree at ``root`` (with ``-dirty``), None without git."""
-
-    def git(*args: str) -> str | None:
-        try:
-            result = subprocess.run(
-                ["git", "-C", str(root), *args],
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "LC_ALL": "C"},
-            )
-        except OSError:
-            return None
-        return result.stdout.strip() if result.returncode == 0 else None
-
-    commit = git("rev-parse", "--verify", "HEAD")
+    commit = _git(root, "rev-parse", "--verify", "HEAD")
     if not commit:
         return None
     # Untracked files (build output, a venv) are not part of the template.
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
     return f"{commit}-dirty" if dirty else commit
 
 

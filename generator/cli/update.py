@@ -13,14 +13,22 @@ from generator.errors import OptionError
 
 @click.command()
 @PROJECT_DIR
-@click.option("--to", metavar="VERSION|REF", help="Template version or git ref (with --template).")
+@click.option(
+    "--to",
+    metavar="VERSION|REF",
+    help="Template version or git ref (with --template); needed to go back to an older one.",
+)
 @click.option(
     "--template",
     metavar="PATH|URL",
     help="The template's git repository (default: the template installed with gen).",
 )
 @click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Change an answer.")
-@click.option("--dry-run", is_flag=True, help="Print the plan (path, action, reason) only.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan (path, action, reason) only; exit 1 on conflicts.",
+)
 @click.option("--continue", "go_on", is_flag=True, help="Record it once conflicts are resolved.")
 @click.option("--abort", is_flag=True, help="Put back what a conflicted update changed.")
 def update(
@@ -36,9 +44,11 @@ def update(
 
     Files you did not change take the template's new version; files you changed are
     merged, conflicts marked yours / old template / new template (and left unmerged
-    in git, for git mergetool); files you deleted stay deleted.
+    in git, for git mergetool); files you deleted stay deleted. A template older than
+    the project's is refused unless --to names it.
     """
     from generator import update as updating
+    from generator.update import state
 
     project_dir = project_dir.resolve()
     if go_on or abort:
@@ -47,12 +57,8 @@ def update(
         (updating.finish if go_on else updating.abort)(project_dir)
         click.echo("update recorded" if go_on else "update aborted: your files are back")
         return
-    if updating.pending(project_dir) is not None:
-        raise OptionError(
-            "update",
-            "an update is waiting for its conflicts: resolve them, then gen update --continue "
-            "(or gen update --abort)",
-        )
+    if state.exists(project_dir):
+        state.check(project_dir)
     git = None if dry_run else updating.check_clean(project_dir)
     plan = updating.prepare(project_dir, to=to, template=template, sets=_parse_set(set_pairs))
     for result in plan.results:
@@ -63,8 +69,20 @@ def update(
     if not plan.changes and not plan.changes_state:
         click.echo(f"up to date with {label}")
         return
+    if plan.direction is updating.Direction.BACK:
+        click.echo(f"going back to the older {label}, as --to {to} asks")
+    elif plan.direction is updating.Direction.UNKNOWN:
+        click.echo(
+            f"moving to {label}, which the project's template does not lead to, as --to asks"
+        )
     if dry_run:
         click.echo(f"dry run: nothing changed (would update to {label})")
+        conflicts = plan.conflicts
+        if conflicts:
+            raise updating.ConflictsPredicted(
+                f"dry run: {len(conflicts)} file{'s' * (len(conflicts) > 1)} would conflict "
+                f"({', '.join(conflicts)})"
+            )
         return
     updating.apply(project_dir, plan, git)
     click.echo(f"updated to {label}; review with git diff, then commit")

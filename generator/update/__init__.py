@@ -3,28 +3,45 @@
 Base: the pristine render the project keeps (.train-template/pristine.tar.gz), else
 the recorded commit of --template rendered again. Theirs: the new render. Ours: the
 work tree. generator/update/plan.py decides each path; merge.py carries it out.
-Everything is decided and merged in memory before the first byte is written.
+Everything is decided and merged in memory before the first byte is written. Before any
+render, order.py refuses a record missing an answer its template had, and a target older
+than the project's template unless --to names it; state.py keeps, and checks before use,
+what a conflicted update leaves for --continue and --abort.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from generator import pristine
+from generator import __version__, pristine
 from generator.errors import OptionError, UpdateConflicts, UpdateError
 from generator.git import Git
 from generator.options import Options, validate
-from generator.project import read_record, template_variables
-from generator.update import merge, sources
+from generator.project import read_record, template_dir, template_variables
+from generator.update import merge, order, sources, state
 from generator.update.merge import Labels, Result
+from generator.update.order import Direction, History, Identity
 from generator.update.plan import Action, decide
 
-PENDING = f"{pristine.STATE_DIR}/pending"
+
+class ConflictsOutsideGit(UpdateConflicts):
+    """UpdateConflicts in a project outside git: no index stages, nothing to git add."""
+
+    def details(self) -> list[str]:
+        return [
+            "resolve them: edit each file until no <<<<<<< yours / ||||||| / ======= / >>>>>>> "
+            "marker is left (PATH.gen-new is the template's binary: keep yours or move it "
+            "over yours), then: gen update --continue",
+            "or put everything back with: gen update --abort",
+        ]
+
+
+class ConflictsPredicted(UpdateError):
+    """Raised by --dry-run when the update it plans would leave conflicts."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +52,7 @@ class Plan:
     base: dict[str, pristine.Entry]
     theirs: sources.Render
     changes_state: bool
+    direction: Direction = Direction.FORWARD
 
     @property
     def changes(self) -> list[Result]:
@@ -63,7 +81,8 @@ def prepare(
     template: str | None = None,
     sets: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Render base and theirs, decide and merge every path; write nothing."""
+    """Check the record and the direction, render base and theirs, decide and merge every
+    path; write nothing."""
     old = read_record(project_dir)
     record = json.loads((project_dir / pristine.RECORD).read_text(encoding="utf-8"))
     options = new_options(old, sets or {})
@@ -71,13 +90,52 @@ def prepare(
         sources.this_version(to)
     with tempfile.TemporaryDirectory(prefix="gen-update-") as tmp:
         repo = sources.TemplateRepo(template, Path(tmp)) if template else None
-        base = pristine.load(project_dir)
+        base = _kept_base(project_dir)
+        commit = _recorded_commit(repo, record) if base is None else ""
+        way = _check_target(record, repo, to, sets or {})
         if base is None:
-            base = _base_from_history(repo, record, old)
+            assert repo is not None
+            base = repo.render(repo.resolve(commit), old, "the recorded commit").files
         if repo is None:
             theirs = sources.own(options)
         else:
-            theirs = repo.render(repo.resolve(to or "HEAD"), options)
+            what = f"--to {to}" if to else f"the HEAD of {template}"
+            theirs = repo.render(repo.resolve(to or "HEAD"), options, what)
+    return _merge_all(project_dir, record, old, options, base, theirs, way)
+
+
+def _check_target(
+    record: dict[str, object],
+    repo: sources.TemplateRepo | None,
+    to: str | None,
+    sets: Mapping[str, str],
+) -> Direction:
+    """Refuse a record missing an answer, and a move to an older template without --to."""
+    history: History | None
+    if repo is None:
+        target, history = order.installed(template_dir())
+        where, explicit = "this gen's template {}", __version__
+    else:
+        commit = repo.resolve(to or "HEAD")
+        target, history = repo.identity(commit), repo.history()
+        where, explicit = f"template {{}} at the HEAD of {repo.source}", commit[:12]
+    project = Identity.of_record(record)
+    missing = order.missing_keys(record, template_variables(), history, sets)
+    order.refuse_missing(missing, project)
+    if to is not None:
+        return order.direction(project, target, history)
+    return order.check(project, target, history, where, explicit)
+
+
+def _merge_all(
+    project_dir: Path,
+    record: dict[str, object],
+    old: Options,
+    options: Options,
+    base: dict[str, pristine.Entry],
+    theirs: sources.Render,
+    way: Direction,
+) -> Plan:
     labels = Labels("yours", sources.label(record), theirs.label)
     if labels.theirs == labels.base:
         # The same template with other answers: say which.
@@ -93,12 +151,24 @@ def prepare(
     changes_state = (project_dir / pristine.RECORD).read_bytes() != theirs.record or (
         not kept.is_file() or kept.read_bytes() != pristine.dumps(theirs.files)
     )
-    return Plan(results, base, theirs, changes_state)
+    return Plan(results, base, theirs, changes_state, way)
 
 
-def _base_from_history(
-    repo: sources.TemplateRepo | None, record: dict[str, object], old: Options
-) -> dict[str, pristine.Entry]:
+def _kept_base(project_dir: Path) -> dict[str, pristine.Entry] | None:
+    """The pristine render the project keeps; one line when it is damaged."""
+    try:
+        return pristine.load(project_dir)
+    except pristine.Damaged as err:
+        in_git = Git(project_dir).ok("rev-parse", "--show-prefix") is not None
+        restore = f"restore it (git checkout HEAD -- {pristine.ARCHIVE}), or " if in_git else ""
+        raise UpdateError(
+            f"{err}; it is the render this project was made from, the base of the merge; "
+            f"nothing was changed: {restore}delete it and pass --template PATH|URL of the "
+            "template's history to render the base again"
+        ) from err
+
+
+def _recorded_commit(repo: sources.TemplateRepo | None, record: dict[str, object]) -> str:
     commit = str(record.get("template_commit") or "")
     if not commit or commit.endswith("-dirty"):
         raise UpdateError(
@@ -111,7 +181,7 @@ def _base_from_history(
             f"this project keeps no pristine render ({pristine.ARCHIVE}); pass --template "
             f"PATH|URL of the template's git history to render its commit {commit[:12]}"
         )
-    return repo.render(repo.resolve(commit), old).files
+    return commit
 
 
 def check_clean(project_dir: Path) -> Git | None:
@@ -135,27 +205,34 @@ def apply(project_dir: Path, plan: Plan, git: Git | None) -> None:
         if result.step.action is Action.ADD and (path.exists() or path.is_symlink()):
             raise UpdateError(f"{result.step.path}: the template adds a file where you have one")
     conflicts = plan.conflicts
+    yours = {}
     if conflicts:
-        _save_pending(project_dir, plan)
+        # Each file the update changes, as it is: what --abort puts back.
+        for result in plan.changes:
+            found = pristine.read_file(project_dir / result.step.path, keep_binary=True)
+            if found is not None:
+                yours[result.step.path] = replace(found, binary=False)
+        touched = [r.step.path for r in plan.changes]
+        state.save(project_dir, plan.theirs.record, touched, conflicts, yours, plan.theirs.files)
     for result in plan.changes:
         theirs = result.step.theirs
         merge.write(project_dir, result, theirs.data if theirs else None)
     if conflicts and git is not None:
-        _stage(project_dir, plan, git)
+        _stage(project_dir, plan, git, yours)
     if conflicts:
-        raise UpdateConflicts([f"{path}: conflict" for path in conflicts])
+        kind = UpdateConflicts if git is not None else ConflictsOutsideGit
+        raise kind([f"{path}: conflict" for path in conflicts])
     _record(project_dir, plan.theirs.record, plan.theirs.files)
 
 
 def _record(project_dir: Path, record: bytes, files: dict[str, pristine.Entry]) -> None:
     pristine.save(project_dir, files)
-    (project_dir / pristine.RECORD).write_bytes(record)
+    pristine.write_atomic(project_dir / pristine.RECORD, record)
 
 
-def _stage(project_dir: Path, plan: Plan, git: Git) -> None:
+def _stage(project_dir: Path, plan: Plan, git: Git, yours: dict[str, pristine.Entry]) -> None:
     prefix = git.ok("rev-parse", "--show-prefix") or ""
     staged = []
-    yours = _pending_yours(project_dir)
     for result in plan.results:
         step = result.step
         if result.conflicted and step.action is Action.MERGE and step.theirs is not None:
@@ -165,82 +242,55 @@ def _stage(project_dir: Path, plan: Plan, git: Git) -> None:
     merge.stage_conflicts(git, prefix, staged)
 
 
-def _save_pending(project_dir: Path, plan: Plan) -> None:
-    """Keep what --continue records and what --abort puts back."""
-    where = project_dir / PENDING
-    where.mkdir(parents=True, exist_ok=True)
-    yours = {}
-    for result in plan.changes:
-        path = result.step.path
-        found = pristine.read_file(project_dir / path, keep_binary=True)
-        if found is not None:
-            yours[path] = replace(found, binary=False)
-    pristine.save(project_dir, yours, f"{PENDING}/yours.tar.gz")
-    pristine.save(project_dir, plan.theirs.files, f"{PENDING}/pristine.tar.gz")
-    state = {
-        "record": plan.theirs.record.decode("utf-8"),
-        "touched": [r.step.path for r in plan.changes],
-        "conflicts": plan.conflicts,
-    }
-    (where / "state.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
+def _in_git(project_dir: Path) -> Git | None:
+    git = Git(project_dir)
+    return git if git.ok("rev-parse", "--show-prefix") is not None else None
 
 
-def _pending_yours(project_dir: Path) -> dict[str, pristine.Entry]:
-    return pristine.load(project_dir, f"{PENDING}/yours.tar.gz") or {}
-
-
-def pending(project_dir: Path) -> dict[str, object] | None:
-    """The update waiting for its conflicts to be resolved, None when there is none."""
-    path = project_dir / PENDING / "state.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+def _pending(project_dir: Path, need: str) -> state.Pending:
+    """The pending update, checked; a directory that is no project is told so first (the
+    record itself is not needed: --continue writes the pending one, --abort none)."""
+    if not state.exists(project_dir):
+        read_record(project_dir)
+    return state.load(project_dir, need)
 
 
 def finish(project_dir: Path) -> None:
     """--continue: record the pending template once no conflict is left."""
-    state = _require_pending(project_dir)
+    pending = _pending(project_dir, state.THEIRS)
     left = []
-    for path in state["conflicts"]:
+    for path in pending.conflicts:
         target = project_dir / path
         sidecar = target.with_name(target.name + merge.SIDECAR)
         if sidecar.exists():
             left.append(f"{path}: delete {sidecar.name} once {path} is as you want it")
         elif target.is_file() and b"\n<<<<<<< yours" in b"\n" + target.read_bytes():
             left.append(f"{path}: conflict markers remain")
-    git = Git(project_dir)
-    if git.ok("rev-parse", "--show-prefix") is not None:
-        unmerged = git("ls-files", "-u", "--", *state["conflicts"])
+    git = _in_git(project_dir)
+    if git is not None and pending.conflicts:
+        unmerged = git("ls-files", "-u", "--", *pending.conflicts)
         if unmerged and not left:
             left.append("git still lists unmerged paths: git add them once resolved")
     if left:
-        raise UpdateConflicts(left)
-    files = pristine.load(project_dir, f"{PENDING}/pristine.tar.gz") or {}
-    _record(project_dir, str(state["record"]).encode("utf-8"), files)
-    shutil.rmtree(project_dir / PENDING)
+        raise (UpdateConflicts if git is not None else ConflictsOutsideGit)(left)
+    _record(project_dir, pending.record, pending.files)
+    state.drop(project_dir)
 
 
 def abort(project_dir: Path) -> None:
-    """--abort: put back every file the pending update changed, and forget it."""
-    state = _require_pending(project_dir)
-    yours = _pending_yours(project_dir)
-    git = Git(project_dir)
-    in_git = git.ok("rev-parse", "--show-prefix") is not None
-    if in_git and state["touched"]:
-        git("reset", "--quiet", "--", *state["touched"])
-    for path in state["touched"]:
+    """--abort: put back every file the pending update changed, and forget it. Every part
+    of the state it needs is checked before the first file is touched."""
+    pending = _pending(project_dir, state.YOURS)
+    git = _in_git(project_dir)
+    if git is not None and pending.touched:
+        git("reset", "--quiet", "--", *pending.touched)
+    for path in pending.touched:
         target = project_dir / path
         sidecar = target.with_name(target.name + merge.SIDECAR)
         sidecar.unlink(missing_ok=True)
-        before = yours.get(path)
+        before = pending.files.get(path)
         if before is None:
-            target.unlink(missing_ok=True)
+            target.unlink(missing_ok=True)  # added by the update
         else:
             merge.restore(target, before)
-    shutil.rmtree(project_dir / PENDING)
-
-
-def _require_pending(project_dir: Path) -> dict[str, list[str]]:
-    read_record(project_dir)
-    state = pending(project_dir)
-    if state is None:
-        raise UpdateError(f"no update is waiting in {project_dir}; run gen update")
-    return state  # type: ignore[return-value]
+    state.drop(project_dir)

@@ -37,9 +37,9 @@ def decide(path: str, base: Entry | None, theirs: Entry | None, ours: Entry | No
     if theirs is None and base is None:
         return None  # the user's own file
     if theirs is not None and theirs.same(base):
-        if ours is None:
-            return Step(path, Action.KEEP, "deleted by you; the template did not change it")
-        return None  # unchanged in the template: yours stays
+        # Unchanged in the template: yours stays, deleted or not, and nothing is said (a
+        # file you deleted would otherwise be reported on every update).
+        return None
     if base is None:
         return _added(path, theirs, ours)
     if theirs is None:

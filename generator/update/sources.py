@@ -17,6 +17,7 @@ from generator.errors import GenError, UpdateError
 from generator.git import Git
 from generator.options import Options
 from generator.pristine import RECORD, Entry, snapshot
+from generator.update.order import History, Identity, version_in
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,22 @@ class TemplateRepo:
             "(give a commit, a tag such as v0.2.0, a version such as 0.2.0, or a branch)"
         )
 
-    def render(self, commit: str, options: Options) -> Render:
-        """The template as of ``commit``, rendered by the real cookiecutter with its hooks."""
+    def history(self) -> History:
+        """Every commit the repository's branches and tags reach, with its parents."""
+        return History(self.git("rev-list", "--parents", "--all"))
+
+    def identity(self, commit: str) -> Identity:
+        """The template at ``commit``: the version its generator/__init__.py names."""
+        return Identity(version_in(self.git.ok("show", f"{commit}:generator/__init__.py")), commit)
+
+    def render(self, commit: str, options: Options, what: str = "the template") -> Render:
+        """The template as of ``commit``, rendered by the real cookiecutter with its hooks;
+        ``what`` starts the line that says it has no template to render."""
+        if self.git.ok("cat-file", "-e", f"{commit}:cookiecutter.json") is None:
+            raise UpdateError(
+                f"{what}: {self.source} at {commit[:12]} has no template (no cookiecutter.json): "
+                "the commit is from before the template existed"
+            )
         self.git("checkout", "--quiet", "--force", "--detach", commit)
         out = Path(tempfile.mkdtemp(prefix="render-", dir=self.workdir))
         config = self.workdir / "cookiecutter.yaml"
@@ -104,8 +119,13 @@ class TemplateRepo:
         if result.returncode != 0:
             said = (result.stderr.strip().splitlines() or ["(nothing)"])[-1]
             raise UpdateError(f"the template at {commit[:12]} failed to render: {said}")
-        rendered = _read(out / options.project)
-        return _with_commit(rendered, commit)
+        created = out / options.project
+        if not (created / RECORD).is_file():
+            raise UpdateError(
+                f"{what}: the template at {commit[:12]} makes projects without {RECORD}: "
+                "it is from before gen update could follow a template; pick a later commit"
+            )
+        return _with_commit(_read(created), commit)
 
 
 def _with_commit(rendered: Render, commit: str) -> Render:

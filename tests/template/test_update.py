@@ -163,18 +163,6 @@ def test_conflicts_get_markers_and_index_stages_and_continue_records_them(
     assert again.returncode == 0 and again.stdout.startswith("up to date")
 
 
-def test_abort_puts_back_every_file(project: Path, template_repo: tuple[Path, str]) -> None:
-    template, _ = template_repo
-    edit(project / "env.sh", "# shellcheck shell=sh\n", "# shellcheck shell=sh\n# mine\n")
-    versions.commit_all(project, "mine")
-    before = {name: data for name, (data, mode, _) in tree(project).items()}
-    assert to_v2(project, template).returncode == 1
-    aborted = gen(project, "--abort")
-    assert aborted.returncode == 0, aborted.stderr
-    assert {name: data for name, (data, mode, _) in tree(project).items()} == before
-    assert git(project, "status", "--porcelain") == "" and git(project, "ls-files", "-u") == ""
-
-
 def test_deleted_files_stay_deleted_and_modified_ones_stay(
     project: Path, template_repo: tuple[Path, str]
 ) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from generator.errors import FileExists, ProjectNotFound, RankTableInvalid
+from generator.errors import FileExists, RankTableInvalid
 from generator.shipped.ranktable import tables as rt
 
 OUTPUT = click.option(
@@ -33,12 +33,12 @@ def _chip(given: str | None) -> str:
     """--chip, else the chip the project in this directory was generated for, else 910b."""
     if given:
         return given
-    from generator.project import read_record
+    from generator.project import RECORD_FILE, read_record
 
-    try:
-        return read_record(Path.cwd()).chip
-    except ProjectNotFound:
+    # A damaged record is reported, not read as the default chip's project.
+    if not (Path.cwd() / RECORD_FILE).is_file():
         return rt.DEFAULT_CHIP
+    return read_record(Path.cwd()).chip
 
 
 @contextmanager

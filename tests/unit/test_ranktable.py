@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.options import Options
 from generator.shipped.ranktable import tables as rt
 
 IPS = [f"192.168.{100 + i % 4}.{101 if i < 4 else 100}" for i in range(8)]
@@ -570,7 +571,8 @@ def test_cli_chip_defaults_to_the_projects_answer_and_convert_keeps_the_version(
 ) -> None:
     (tmp_path / "t.json").write_text(json.dumps(_table(_server("10.0.0.1", range(3), 0))))
     assert gen("check", "t.json", cwd=tmp_path).returncode == 0  # 910b: 3 devices are fine
-    (tmp_path / ".train-template.json").write_text(json.dumps({"project": "p", "chip": "910"}))
+    record = {**Options("p", target="ascend").as_context(), "chip": "910"}
+    (tmp_path / ".train-template.json").write_text(json.dumps(record))
     refused = gen("check", "t.json", cwd=tmp_path)
     assert refused.returncode == 1 and "a 910 server uses 1, 2, 4, 8" in refused.stderr
     assert gen("check", "t.json", "--chip", "910b", cwd=tmp_path).returncode == 0

@@ -25,6 +25,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """How the suite runs side by side (pytest-xdist, ``-n 2 --dist loadgroup``, as
+    tools/test.sh runs it): one worker takes a whole group, in order. Every test on the Docker
+    engine is one group (they share the dependency images, and each removes what appeared
+    during it); the tests sharing the full 12-epoch runs are one; every other file is its own
+    (its module fixtures are made once). Marked as each test is collected: pytest-xdist reads
+    the groups when collection ends."""
+    if item.get_closest_marker("docker"):
+        group = "engine"
+    elif "full_run" in getattr(item, "fixturenames", ()):
+        group = "full_run"
+    else:
+        group = item.nodeid.split("::", 1)[0]
+    item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     """The requesting module's golden files (its GOLDEN_CASES): ``golden.check(case, text)``."""

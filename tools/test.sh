@@ -19,4 +19,6 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 bash tools/bootstrap.sh "train,mindspore,test,bench"
-exec .venv/bin/python -m pytest -ra "$@"
+# Side by side, one worker a core (pytest-xdist); tests/conftest.py groups what must share a
+# worker. PYTEST_WORKERS=0 runs them in one process.
+exec .venv/bin/python -m pytest -ra -n "${PYTEST_WORKERS:-auto}" --dist loadgroup "$@"

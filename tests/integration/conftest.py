@@ -14,6 +14,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from generator import engine
+from generator.image.build import KEY_LABEL
 from generator.options import Options
 from generator.project import render
 from tests.conftest import gen
@@ -73,12 +75,16 @@ def wheelhouses() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def shared_images(docker_engine: engine.Engine) -> Iterator[set[str]]:
-    """Dependency images that tests build once and share (``share``), removed when the
-    session ends together with the layers they were built from."""
-    before = docker_engine.image_ids()
+    """Dependency images that tests build once and share (``share``). Like the wheelhouses,
+    they are kept for the next run: gen names each by a key of what it is made of (base,
+    Dockerfile, wheels, CPU), so a later run reuses one only while nothing in it changed,
+    and still builds the code image and runs it. Dependency images this session did not use
+    (a key that changed) are removed with the layers they were built from."""
     kept: set[str] = set()
     yield kept
-    docker_engine.remove_images(ancestry(docker_engine, kept) - before)
+    found = [docker_engine.image(i) for i in docker_engine.image_ids()]
+    stale = {i.id for i in found if i and KEY_LABEL in i.labels} - kept
+    docker_engine.remove_images(ancestry(docker_engine, stale) - ancestry(docker_engine, kept))
 
 
 def ancestry(docker_engine: engine.Engine, ids: set[str]) -> set[str]:
@@ -107,7 +113,12 @@ def created(docker_engine: engine.Engine, shared_images: set[str]) -> Iterator[N
     images; check no container is left."""
     images, containers = docker_engine.image_ids(), docker_engine.container_ids()
     yield
+    # `docker run --rm` returns when the container exits; the engine removes it just after.
+    deadline = time.monotonic() + 30
     left = docker_engine.container_ids() - containers
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = docker_engine.container_ids() - containers
     kept = ancestry(docker_engine, shared_images)
     stuck = docker_engine.remove_images(docker_engine.image_ids() - images - kept)
     assert not left, f"containers left behind: {left}"

@@ -4,9 +4,10 @@ qemu-user-static), smoke-tested the same way, and its CPU read back from the ima
 
 The aarch64 stand-in base (Debian 12 made by debootstrap under emulation) and the aarch64
 wheels (MindSpore publishes them on PyPI; torch's aarch64 wheels there are CUDA builds of
-several GB) are made once and kept, as the x86_64 ones are. The dependency image is kept too:
-its key (base, wheels, Dockerfile, CPU) names it, so a later run rebuilds it only when one of
-those changes, and builds the code image and runs the smoke test under emulation every time.
+several GB) are made once and kept, as the x86_64 ones are. The dependency image is kept as every
+shared one is (tests/integration/conftest.py, shared_images): its key names it, so a later run
+rebuilds it only when what it is made of changes, and builds the code image and runs the smoke
+test under emulation every time.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from generator.options import Options
 from generator.project import read_record
 from generator.shipped.hostcheck import FAIL
 from tests.conftest import gen
-from tests.integration.conftest import CACHE, REPO, STANDIN_BASE, committed_project
+from tests.integration.conftest import CACHE, REPO, STANDIN_BASE, committed_project, share
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -80,7 +81,11 @@ def _tag(project: Path) -> str:
 
 
 def test_an_ascend_image_is_built_for_aarch64_and_smoke_tested_by_emulation(
-    tmp_path: Path, docker_engine: engine.Engine, arm64_base: str, arm64_wheelhouse: Path
+    tmp_path: Path,
+    docker_engine: engine.Engine,
+    arm64_base: str,
+    arm64_wheelhouse: Path,
+    shared_images: set[str],
 ) -> None:
     project = committed_project(
         Options("armtest", framework="mindspore", target="ascend"), tmp_path
@@ -94,6 +99,7 @@ def test_an_ascend_image_is_built_for_aarch64_and_smoke_tested_by_emulation(
             cwd=project,
         )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        share(docker_engine, shared_images, result.stdout)
         assert "building for aarch64 on a x86_64 host, by qemu-aarch64" in result.stdout
         image = docker_engine.image(tag)
         assert image is not None

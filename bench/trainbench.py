@@ -33,11 +33,10 @@ import numpy as np
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+# The generator is imported where it is used, not here: bare_loop.py and bench_gpu.py import
+# this module on hosts that have a rendered project and no generator (no jinja2, click...).
 sys.path.insert(0, str(REPO))
 
-from generator.options import Options  # noqa: E402
-from generator.project import render  # noqa: E402
-from generator.sample_data import digits_as_mnist, write_idx  # noqa: E402
 
 # train.py's own defaults: the benchmarks run it as shipped.
 BATCH_SIZE = 32
@@ -62,6 +61,21 @@ class Digits:
     test_labels: np.ndarray
 
 
+def digits_as_mnist():  # -> generator.sample_data.MnistArrays
+    """The digits as the template ships them (generator/sample_data.py: numpy, scikit-learn)."""
+    from generator.sample_data import digits_as_mnist as arrays
+
+    return arrays()
+
+
+def write_idx_files(directory: Path, files: dict[str, np.ndarray]) -> None:
+    """Each array as a flat (not gzipped) idx file in directory."""
+    from generator.sample_data import write_idx
+
+    for name, array in files.items():
+        write_idx(directory / name, array, gz=False)
+
+
 def write_digits(directory: Path, repeat: int) -> Digits:
     arrays = digits_as_mnist()
     images = np.concatenate([arrays.train_images] * repeat)
@@ -72,8 +86,7 @@ def write_digits(directory: Path, repeat: int) -> Digits:
         "t10k-images-idx3-ubyte": arrays.test_images,
         "t10k-labels-idx1-ubyte": arrays.test_labels,
     }
-    for name, array in files.items():
-        write_idx(directory / name, array, gz=False)
+    write_idx_files(directory, files)
     return Digits(directory, images, labels, arrays.test_images, arrays.test_labels)
 
 
@@ -102,6 +115,9 @@ def training_split(digits: Digits) -> tuple[np.ndarray, np.ndarray]:
 
 
 def render_project(work: Path, name: str, **options: str) -> Path:
+    from generator.options import Options
+    from generator.project import render
+
     return render(Options(project=name, platform="generic", **options), work)  # type: ignore[arg-type]
 
 

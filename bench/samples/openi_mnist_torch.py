@@ -7,13 +7,19 @@ DataLoader, .to(device) on every batch, the whole test set evaluated after every
 state_dict saved each epoch. The LeNet is the sample's (ReLU before pooling, NCHW).
 
     python bench/samples/openi_mnist_torch.py DATA_DIR [--target 0.95] [--max-epochs 10]
+        [--device cpu|cuda]
+
+--device: where the model and each batch go (the sample's .to(device)); the CPU unless
+asked, so that the CPU benchmarks compare like with like on a host that has a GPU.
 
 Prints {"epochs": N, "accuracy": A} on its last line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -82,11 +88,20 @@ def test_accuracy(model: nn.Module, loader: DataLoader, device: torch.device) ->
     return correct / total
 
 
+def device_flag() -> torch.device:
+    """--device, taken out of the arguments the samples share (sample_args.py)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    known, rest = parser.parse_known_args()
+    sys.argv[1:] = rest
+    return torch.device(known.device)
+
+
 def main() -> None:
+    device = device_flag()
     args = sample_args.parse(__doc__)
 
     torch.manual_seed(args.seed)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     train_loader = DataLoader(MNIST(args.data, True), batch_size=args.batch_size, shuffle=True)
     test_loader = DataLoader(MNIST(args.data, False), batch_size=args.batch_size)
     model = lenet().to(device)

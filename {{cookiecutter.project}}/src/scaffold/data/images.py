@@ -11,6 +11,8 @@ from src.scaffold.data.splits import Split
 from src.scaffold.errors import DatasetError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+# Pillow's format names by suffix.
+FORMATS = {".png": ("PNG",), ".jpg": ("JPEG",), ".jpeg": ("JPEG",)}
 
 
 def _class_folders(directory: Path) -> list[Path]:
@@ -102,11 +104,17 @@ class ImageDecoder:
         self.mode, self.size = mode, size
 
     def __call__(self, path: Path) -> np.ndarray:
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
         try:
-            with Image.open(path) as image:
-                image = image.convert(self.mode)
+            try:
+                # The format the suffix names, tried first: Pillow skips probing the others.
+                image = Image.open(path, formats=FORMATS.get(Path(path).suffix.lower()))
+            except UnidentifiedImageError:
+                image = Image.open(path)  # named for another format: let Pillow find it
+            with image:
+                if image.mode != self.mode:
+                    image = image.convert(self.mode)
                 if self.size is not None and image.size != self.size:
                     image = image.resize(self.size, Image.BILINEAR)
                 pixels = np.asarray(image)

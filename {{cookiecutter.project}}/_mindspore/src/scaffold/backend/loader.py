@@ -1,11 +1,13 @@
 """The splits as MindSpore data, each rank's batches cut by src/scaffold/data/sharding.py.
 
 Two paths. Data held in memory is normalised once and batches are cut from it by
-index. Data streamed from disk (data.in_memory false, or augmentation on) goes
-through a mindspore.dataset pipeline: worker processes decode, augment and
-normalise one sample at a time, in the order a sampler following the same
-BatchPlan gives. Either way N ranks with batch b see exactly the samples of one
-process with batch N x b, and a resumed run the order of an unbroken one.
+index. Data streamed from disk (data.in_memory false, or augmentation on) is read a
+whole batch at a time by loader processes (src/scaffold/data/batches.py), in the
+order of the same BatchPlan, handed over as uint8 and normalised a batch at a
+time; a GeneratorDataset passes the batches on (one Python call a batch, not a
+sample: the training process's interpreter lock is not held once per sample).
+Either way N ranks with batch b see exactly the samples of one process with batch
+N x b, and a resumed run the order of an unbroken one.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import Tuple
 
 import mindspore.dataset as ds
 import numpy as np
 
 from src.scaffold.backend.api import BatchPlan
 from src.scaffold.config import Config
+from src.scaffold.data.batches import BatchReader, Prefetcher
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.data.splits import Split, Splits
@@ -26,6 +30,7 @@ from src.scaffold.errors import ConfigError
 
 log = logging.getLogger(__name__)
 COLUMNS = ["inputs", "labels"]
+Batch = Tuple[np.ndarray, np.ndarray]
 # Samples per evaluation step for data in memory; streamed data is evaluated in
 # batches of the training size, which the device is known to hold.
 EVAL_BATCH = 1000
@@ -44,18 +49,17 @@ def auto_workers(world_size: int) -> int:
 
 
 class EpochBatches:
-    """An iterable source for GeneratorDataset: each pass is the next epoch's batches,
-    cut from inputs already normalised.
+    """An iterable source for GeneratorDataset: each pass is the next epoch's batches, as
+    ``batches(epoch)`` gives them (cut from memory, or streamed).
 
     MindSpore starts one pass per epoch, in order (it may start the next before the
     current one ends, which changes nothing here).
     """
 
     def __init__(
-        self, inputs: np.ndarray, labels: np.ndarray, plan: BatchPlan, first_epoch: int
+        self, batches: Callable[[int], Iterator[Batch]], plan: BatchPlan, first_epoch: int
     ) -> None:
-        self.inputs, self.labels, self.plan = inputs, labels, plan
-        self.next_epoch = first_epoch
+        self.batches, self.next_epoch = batches, first_epoch
         # MindSpore holds a pass to this length: a performance run that ends inside its
         # first epoch has a shorter one (a later epoch cut short is the last and ends early).
         self.steps = plan.steps_in(first_epoch)
@@ -63,69 +67,12 @@ class EpochBatches:
     def __len__(self) -> int:
         return self.steps
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        batches = self.plan.batches(self.next_epoch)
-        self.next_epoch += 1
-        for index in batches:
-            # One fancy-indexing copy per batch.
-            yield self.inputs[index], self.labels[index]
-
-
-class Samples:
-    """A random-access source for GeneratorDataset: one sample decoded (split.load),
-    augmented and normalised, with its label. Picklable: worker processes run it.
-
-    Index ``epoch * len(split) + i`` is sample i in that epoch (DistributedPlanSampler
-    yields such indices): its augmentation is drawn from (seed, epoch, i), the same
-    whatever the number of workers, and after a resume.
-    """
-
-    def __init__(
-        self,
-        split: Split,
-        normalise: Normalise,
-        seed: int = 0,
-        augment: Callable | None = None,
-        crop: int = 0,
-        flip: bool = False,
-    ) -> None:
-        self.split, self.normalise = split, normalise
-        self.seed, self.augment, self.crop, self.flip = seed, augment, crop, flip
-
-    def __len__(self) -> int:
-        return len(self.split)
-
-    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        epoch, i = divmod(int(index), len(self.split))
-        sample = self.split.load(i)
-        if self.augment is not None and (self.crop or self.flip):
-            rng = np.random.default_rng([self.seed, epoch, i])
-            sample = self.augment(sample, rng, self.crop, self.flip)
-        # The label as a 0-d array: MindSpore takes no numpy scalars from a source.
-        return self.normalise(sample), np.array(self.split.labels[i], dtype=label_type(self.split))
-
-
-class DistributedPlanSampler(ds.Sampler):
-    """Shard ``shard_id`` of ``num_shards`` (this rank of the plan's ranks), like
-    ds.DistributedSampler, but in the plan's order: each step, the rank's slice of
-    the global batch. Batched by batch_size, the samples are the plan's batches.
-
-    Each pass over it (one per epoch, in order) is the next epoch.
-    """
-
-    def __init__(self, plan: BatchPlan, first_epoch: int) -> None:
-        # MindSpore holds each pass to num_samples: see EpochBatches.steps.
-        super().__init__(num_samples=plan.steps_in(first_epoch) * plan.batch_size)
-        self.plan, self.next_epoch = plan, first_epoch
-        self.num_shards, self.shard_id = plan.world_size, plan.rank
-
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[Batch]:
+        # A generator: the epoch is counted at the first batch asked for, not when
+        # MindSpore makes an iterator it may never read.
         epoch = self.next_epoch
         self.next_epoch += 1
-        # Offset by the epoch, for the source's augmentation (see Samples).
-        offset = epoch * self.plan.num_samples
-        for index in self.plan.batches(epoch).ravel():
-            yield offset + int(index)
+        yield from self.batches(epoch)
 
 
 def label_type(split: Split) -> type:
@@ -162,6 +109,7 @@ class Loader:
         self.workers = (
             auto_workers(world_size) if cfg.data_num_workers is None else cfg.data_num_workers
         )
+        self.prefetcher: Prefetcher | None = None
         # Normalised once, for the run: the splits held in memory.
         self.memory = {
             name: (self.normalise(split.arrays), split.labels.astype(label_type(split)))
@@ -173,7 +121,7 @@ class Loader:
             if not self.workers:
                 how = "in the main process"
             log.info(
-                "data: training samples streamed (decoded, %s), %s",
+                "data: training batches streamed (decoded, %s, a batch per call), %s",
                 "augmented, normalised" if self.crop or self.flip else "normalised",
                 how,
             )
@@ -183,30 +131,49 @@ class Loader:
     def _named(self) -> Iterable[tuple[str, Split]]:
         return (("train", self.splits.train), ("val", self.splits.val), ("test", self.splits.test))
 
-    def _pipeline(self, source: Samples, **sampling: object) -> ds.GeneratorDataset:
-        # num_workers 0, as in PyTorch's DataLoader: decode in this process.
-        return ds.GeneratorDataset(
-            source,
-            column_names=COLUMNS,
-            num_parallel_workers=max(1, self.workers),
-            python_multiprocessing=self.workers > 0,
-            **sampling,
-        )
+    def _streamed(self) -> Prefetcher:
+        """The splits not in memory, read by the loader processes (started at the first
+        batch); the training split augmented."""
+        if self.prefetcher is None:
+            readers = {
+                name: BatchReader(
+                    split,
+                    split.labels.astype(label_type(split)),
+                    *((self.augment, self.crop, self.flip) if name == "train" else ()),
+                )
+                for name, split in self._named()
+                if name not in self.memory
+            }
+            self.prefetcher = Prefetcher(readers, self.workers)
+        return self.prefetcher
+
+    def close(self) -> None:
+        """Stop the loader processes."""
+        if self.prefetcher is not None:
+            self.prefetcher.close()
 
     def train(self, plan: BatchPlan, first_epoch: int) -> tuple[ds.Dataset, int]:
         """The training data from ``first_epoch`` on, as a dataset of whole batches, and
         the steps of its first epoch (what a sink holds)."""
-        if not self.streams:
-            source = EpochBatches(*self.memory["train"], plan, first_epoch)
-            # shuffle=False: the order is the source's, the same on every run and every rank.
-            return ds.GeneratorDataset(source, column_names=COLUMNS, shuffle=False), source.steps
-        samples = Samples(
-            self.splits.train, self.normalise, plan.seed, self.augment, self.crop, self.flip
-        )
-        sampler = DistributedPlanSampler(plan, first_epoch)
-        dataset = self._pipeline(samples, sampler=sampler)
-        # drop_remainder: every step has the same shape, and sinks a fixed step count.
-        return dataset.batch(plan.batch_size, drop_remainder=True), plan.steps_in(first_epoch)
+        if self.streams:
+            # Read from disk ahead of the step by the loader processes, normalised here.
+            reader = self._streamed()
+
+            def batches(epoch: int) -> Iterator[Batch]:
+                order = plan.batches(epoch)
+                for inputs, labels in reader.batches("train", order, epoch, plan.seed):
+                    yield self.normalise(inputs), labels
+
+        else:
+            inputs, labels = self.memory["train"]
+
+            def batches(epoch: int) -> Iterator[Batch]:
+                for index in plan.batches(epoch):
+                    yield inputs[index], labels[index]  # one fancy-indexing copy a batch
+
+        source = EpochBatches(batches, plan, first_epoch)
+        # shuffle=False: the order is the source's, the same on every run and every rank.
+        return ds.GeneratorDataset(source, column_names=COLUMNS, shuffle=False), source.steps
 
     def batches(self, name: str) -> Iterable[tuple[np.ndarray, np.ndarray]]:
         """The "val" or "test" split in order, in batches (the last one partial)."""
@@ -216,6 +183,7 @@ class Loader:
                 (inputs[start : start + EVAL_BATCH], labels[start : start + EVAL_BATCH])
                 for start in range(0, len(labels), EVAL_BATCH)
             )
-        dataset = self._pipeline(Samples(getattr(self.splits, name), self.normalise), shuffle=False)
-        dataset = dataset.batch(self.cfg.batch_size, drop_remainder=False)
-        return dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        count, size = len(getattr(self.splits, name)), self.cfg.batch_size
+        plan = (np.arange(i, min(i + size, count)) for i in range(0, count, size))
+        batches = self._streamed().batches(name, plan)
+        return ((self.normalise(inputs), labels) for inputs, labels in batches)

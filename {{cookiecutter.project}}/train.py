@@ -16,7 +16,7 @@ begin("train.py")
 from src.scaffold import Monitor, Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_config  # noqa: E402
-from src.scaffold.run.runner import main, run  # noqa: E402
+from src.scaffold.run.runner import leave, main, run  # noqa: E402
 
 
 def train(argv: list) -> None:
@@ -31,4 +31,4 @@ def train(argv: list) -> None:
 
 if __name__ == "__main__":
     # A mistake is one line and exit 2 (--debug: the traceback); a stop exits 128 + its number.
-    sys.exit(main(train, sys.argv[1:]))
+    leave(main(train, sys.argv[1:]))

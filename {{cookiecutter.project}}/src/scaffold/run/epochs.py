@@ -16,6 +16,7 @@ from src.scaffold.outputs.checkpoints import Retention, name
 from src.scaffold.outputs.record import RunRecord
 from src.scaffold.run import guards
 from src.scaffold.run.progress import Progress
+from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage.uploads import Uploader
 from src.scaffold.task import Task
 
@@ -48,6 +49,7 @@ class EpochEnd:
         self.seconds: list[float] = []
         self.first_loss: float | None = None
         self.warned = False
+        self.stepped = False
         self.lr: Callable[[], float] = lambda: float("nan")
 
     @property
@@ -62,6 +64,12 @@ class EpochEnd:
         progress = self.progress
         if progress is None:
             return
+        if not self.stepped:
+            # The first step of this process: done once its loss is back from the device.
+            self.stepped = True
+            loss()
+            TIMELINE.mark("first step")
+            log.info("%s", TIMELINE.summary())
         progress.tick(step)
         if progress.due(step):
             epoch = -(-step // max(self.plan.steps_per_epoch, 1))

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib
+import importlib.util
 import logging
 import os
 import pickle
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -40,6 +43,22 @@ CHECK_SAMPLES = 4
 LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
 
+def _import_behind(name: str) -> None:
+    """Import ``name`` in a thread, now. torch.optim's first use imports torch._dynamo
+    (sympy and symbolic shapes: about 1 s on a CPU, 4 s seen on a GPU host): begun here, it
+    runs while the device starts, the data is read and the model built. Whoever imports it
+    meanwhile waits for this import (Python's lock per module), never a second one."""
+
+    def run() -> None:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 (the main thread's own import reports it)
+            pass
+
+    if importlib.util.find_spec(name) is not None:
+        threading.Thread(target=run, name=f"import {name}", daemon=True).start()
+
+
 class TorchBackend:
     """The Task's model trained by its step's optimizer, DDP across ranks."""
 
@@ -48,6 +67,7 @@ class TorchBackend:
     scheduler_only = False
 
     def __init__(self, cfg: Config, task: Task) -> None:
+        _import_behind("torch._dynamo")
         self.cfg, self.step = cfg, task.step
         self.augment = task.augment
         self.spec = task.model(cfg.model)

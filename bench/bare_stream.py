@@ -51,21 +51,32 @@ def training_files(train_dir: Path) -> tuple[list[Path], list[int]]:
 
 
 class PngDataset(Dataset):
-    """One PNG a sample, opened, converted and normalised in the loader's workers. At module
-    level, so that workers started by spawn or forkserver can unpickle it."""
+    """One PNG a sample, opened, converted (Pillow ``mode``) and normalised in the loader's
+    workers, as torchvision's ToTensor and Normalize do. At module level, so that workers
+    started by spawn or forkserver can unpickle it (bench_data.py's baseline too)."""
 
-    def __init__(self, files: list[Path], labels: list[int]) -> None:
-        self.files, self.labels = files, labels
+    def __init__(
+        self, files: list[Path], labels: list[int], mode: str = "L", mean=tb.MEAN, std=tb.STD
+    ) -> None:
+        self.files, self.labels, self.mode = files, labels, mode
+        channels = len(mode)
+        self.mean = (
+            torch.as_tensor(mean, dtype=torch.float32).reshape(-1, 1, 1).expand(channels, 1, 1)
+        )
+        self.std = (
+            torch.as_tensor(std, dtype=torch.float32).reshape(-1, 1, 1).expand(channels, 1, 1)
+        )
 
     def __len__(self) -> int:
         return len(self.files)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         with Image.open(self.files[index]) as image:
-            pixels = np.array(image.convert("L"), dtype=np.uint8)
-        # torchvision's ToTensor, then Normalize.
-        tensor = torch.from_numpy(pixels).unsqueeze(0).float().div(255)
-        return tensor.sub_(tb.MEAN).div_(tb.STD), self.labels[index]
+            pixels = np.array(image.convert(self.mode), dtype=np.uint8).reshape(
+                image.height, image.width, -1
+            )
+        tensor = torch.from_numpy(pixels).permute(2, 0, 1).contiguous().float().div(255)
+        return tensor.sub_(self.mean).div_(self.std), self.labels[index]
 
 
 def loader(root: Path, args: argparse.Namespace, pin: bool) -> DataLoader:

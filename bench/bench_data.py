@@ -156,32 +156,14 @@ def project_model(name: str) -> object:
 
 def torch_epoch(train_dir: Path, args: argparse.Namespace) -> tuple[float, int]:
     """(seconds, samples) of one epoch of the loop a PyTorch user writes by hand."""
-    import numpy as np
     import torch
-    from PIL import Image
+    from bare_stream import PngDataset
     from src import step
-    from torch.utils.data import DataLoader, Dataset
-
-    mean = torch.tensor(USER_MEAN).view(-1, 1, 1)
-    std = torch.tensor(USER_STD).view(-1, 1, 1)
-
-    class PngDataset(Dataset):
-        def __init__(self, files: list[Path], labels: list[int]) -> None:
-            self.files, self.labels = files, labels
-
-        def __len__(self) -> int:
-            return len(self.files)
-
-        def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-            with Image.open(self.files[index]) as image:
-                pixels = np.array(image.convert("RGB"), dtype=np.uint8)
-            # torchvision's ToTensor, then Normalize.
-            tensor = torch.from_numpy(pixels).permute(2, 0, 1).contiguous().float().div(255)
-            return tensor.sub_(mean).div_(std), self.labels[index]
+    from torch.utils.data import DataLoader
 
     torch.manual_seed(tb.SEED)
     loader = DataLoader(
-        PngDataset(*training_files(train_dir)),
+        PngDataset(*training_files(train_dir), "RGB", USER_MEAN, USER_STD),
         batch_size=args.batch_size,
         shuffle=True,
         num_workers=args.workers,

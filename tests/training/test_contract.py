@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from generator.options import Options
+from generator.project import render
 from tests.training import runs
 from tests.training.test_byo import fresh, readme_section
 
 FRAMEWORKS = ["pytorch", "mindspore"]
+# Other combinations than the training tests' generic projects, whose own checks run here
+# too: OpenI paths and Ascend extras; ModelArts paths, both targets, the custom loop.
+COMBINATIONS = {
+    "pytorch": {"target": "ascend", "platform": "openi"},
+    "mindspore": {"target": "both", "platform": "modelarts", "ms_train_loop": "custom"},
+}
 
 
 def edit(path: Path, old: str, new: str, count: int = 1) -> None:
@@ -30,7 +38,8 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_renamed_model_and_metric_train_and_the_checks_pass(framework: str, tmp_path: Path) -> None:
-    project = fresh(tmp_path, framework, "a")
+    options = Options(project="mine", framework=framework, **COMBINATIONS[framework])
+    project = render(options, tmp_path / "a")  # type: ignore[arg-type]
     # The README's own-model steps: its model appended to src/model.py, named in config.yaml.
     section = readme_section(project, "Bring your own model and data")
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
@@ -43,7 +52,8 @@ def test_renamed_model_and_metric_train_and_the_checks_pass(framework: str, tmp_
     edit(project / "src" / "step.py", '"accuracy":', '"acc":')
     edit(project / "config.yaml", "  metric: accuracy\n", "  metric: acc\n")
 
-    output = runs.train(project, tmp_path / "out", "--epoch_size", "1")
+    data = str(project / "data")  # the platform's default path is not on this host
+    output = runs.train(project, tmp_path / "out", "--data_url", data, "--epoch_size", "1")
     suffix = runs.SUFFIX[framework]
     pointer = json.loads((output / "latest.json").read_text())
     assert pointer["best"] == pointer["latest"] == f"mynet_epoch1{suffix}"

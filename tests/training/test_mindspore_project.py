@@ -144,16 +144,6 @@ def test_a_rank_without_a_way_to_meet_stops_at_once(project: Path, tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_generated_project_tests_pass(render_project) -> None:
-    # Another combination than mindspore_projects': ModelArts paths, both targets.
-    project = render_project(
-        framework="mindspore", target="both", platform="modelarts", ms_train_loop="custom"
-    )
-    result = run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-
-
-@pytest.mark.slow
 def test_two_streaming_workers_end_with_the_weights_of_one(
     mindspore_projects: dict[str, Path], imagefolder: Path, tmp_path: Path
 ) -> None:

@@ -202,14 +202,6 @@ def test_device_errors(pytorch_project: Path, tmp_path: Path, args: list, expect
 
 
 @pytest.mark.slow
-def test_generated_project_tests_pass(render_project) -> None:
-    # Another combination than pytorch_project's: OpenI paths, Ascend extras.
-    project = render_project(framework="pytorch", target="ascend", platform="openi")
-    result = runs.run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-
-
-@pytest.mark.slow
 def test_two_streaming_ranks_end_with_the_weights_of_one(
     pytorch_project: Path, imagefolder: Path, tmp_path: Path
 ) -> None:

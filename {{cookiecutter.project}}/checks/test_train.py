@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 from checks.yours import MODEL, TASK
 from src.scaffold.backend.core import CHECKPOINT_SUFFIX as SUFFIX
 from src.scaffold.backend.core import load_arrays
+from src.scaffold.run.timeline import PHASES
 
 PROJECT = Path(__file__).resolve().parent.parent
 # A single process, whatever launcher or platform started pytest.
@@ -82,6 +84,20 @@ def test_arguments_the_platform_adds_are_logged_once_by_name(smoke_run: Path) ->
     ignored = "platform arguments, accepted and not used: --multi_data_url, --init_method"
     assert console.count(ignored) == 1, console[-2000:]
     assert "tcp://10.0.0.1" not in console  # names only: values may hold credentials
+
+
+def test_the_start_up_is_split_by_phase_once_the_first_step_is_done(smoke_run: Path) -> None:
+    console = (smoke_run.parent / "console.txt").read_text()
+    (line,) = [line for line in console.splitlines() if " start-up " in line]
+    total, phases = re.search(r"start-up ([\d.]+) s to the first step: (.*)$", line).groups()
+    seconds = {name: float(value) for name, value in (p.rsplit(" ", 1) for p in phases.split(", "))}
+    assert list(seconds) == list(PHASES)
+    # Each printed to 2 decimals: their sum is the total to within 5 x 0.005.
+    assert abs(sum(seconds.values()) - float(total)) <= 0.025 + 1e-9, line
+    assert all(value >= 0 for value in seconds.values()), line
+    # The phases sum to the process's age at its first step: under a minute, over the
+    # framework's import (tenths of a second at least).
+    assert 0.05 < float(total) < 60, line
 
 
 def test_resume_continues_to_the_same_weights(smoke_run: Path, tmp_path: Path) -> None:

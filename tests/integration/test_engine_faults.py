@@ -127,10 +127,15 @@ def test_daemon_stopped_mid_build(running: PrivateDaemon, tmp_path: Path) -> Non
     line = _one_error(build, timeout_s=60)
     assert line.startswith("error: lost the Docker engine during the build, at Step "), line
     assert ": RUN sleep 300: start dockerd again" in line
-    # Started again, the engine has no container and no new name from that build (the
-    # steps that completed stay as untagged build cache, as after any docker build).
+    # Started again, the engine runs no container and holds no new name from that build
+    # (the steps that completed stay as untagged build cache, as after any docker build).
+    # The interrupted step's own container is the classic builder's to remove as it shuts
+    # down: on a loaded machine dockerd may exit first and keep it, stopped.
     running.start()
-    assert running.docker("ps", "-aq").stdout.strip() == b""
+    assert running.docker("ps", "-q").stdout.strip() == b""
+    for kept in running.docker("ps", "-aq").stdout.split():
+        state = running.docker("inspect", "-f", "{{.State.Status}}", kept.decode())
+        assert state.stdout.strip() in (b"exited", b"created", b"dead"), state.stdout
     tags = running.docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
     assert [tag for tag in tags if tag != b"<none>:<none>"] == [STANDIN_BASE.encode()]
 

@@ -208,7 +208,7 @@ def test_smoke_failure_and_timeout_leave_nothing_running(
     train = project / "train.py"
     train.write_text(
         train.read_text().replace(
-            "sys.exit(main(train, sys.argv[1:]))", "raise SystemExit('broken on purpose')"
+            "leave(main(train, sys.argv[1:]))", "raise SystemExit('broken on purpose')"
         )
     )
     subprocess.run(

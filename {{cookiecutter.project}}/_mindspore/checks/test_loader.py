@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from checks.test_batches import SHAPE, split_of
 from src.scaffold.backend.api import BatchPlan
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig
@@ -17,17 +18,10 @@ from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.readers import augment
 from src.scaffold.data.splits import DataInfo, Split, Splits
 
-SHAPE = (1, 4, 4)
-
 
 def streamed(tmp_path: Path, count: int) -> Split:
     """Sample i is a file holding an image filled with i: what a batch holds is readable."""
-    files = []
-    for i in range(count):
-        path = tmp_path / f"{i}.npy"
-        np.save(path, np.full(SHAPE, i, np.uint8))
-        files.append(path)
-    return Split(np.arange(count) % 10, SHAPE, files=tuple(files), decode=np.load)
+    return split_of(tmp_path, count)
 
 
 def loader(split: Split, world_size: int, **options: object) -> Loader:

@@ -98,6 +98,11 @@ class Backend(Protocol):
     # The input shape the chosen model declares (@model), for a smoke run without data.
     input_shape: tuple[int, ...]
 
+    def ahead(self) -> None:
+        """What training will need, begun in the background while the data is read (a run
+        calls it; evaluation, prediction and export do not)."""
+        ...
+
     def setup(self, splits: Splits, schedule: Schedule) -> None:
         """Build the model for the data's shape (splits.info), and the optimizer whose
         learning rate follows ``schedule``; take the splits onto the device (in memory) or

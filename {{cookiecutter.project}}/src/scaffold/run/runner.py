@@ -250,6 +250,7 @@ def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> N
     try:
         if backend.scheduler_only:
             return
+        backend.ahead()
         _configure_logging(backend.rank)
         # Every rank's own log says where it stands: the first line to read when ranks disagree.
         print(backend.placement, flush=True)

@@ -245,6 +245,9 @@ class MindSporeBackend:
             digest.update(np.ascontiguousarray(param.asnumpy()).tobytes())
         return digest.hexdigest()[:16]
 
+    def ahead(self) -> None:
+        """Nothing to begin ahead: MindSpore compiles at the first step."""
+
     def close(self) -> None:
         """The loader processes stop; MindSpore leaves its process group at exit."""
         loader = getattr(self, "loader", None)

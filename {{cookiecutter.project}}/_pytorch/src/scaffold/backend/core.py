@@ -43,10 +43,10 @@ CHECK_SAMPLES = 4
 LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
 
-def _import_behind(name: str) -> None:
+def _import_behind(name: str) -> threading.Thread:
     """Import ``name`` in a thread, now. torch.optim's first use imports torch._dynamo
-    (sympy and symbolic shapes: about 1 s on a CPU, 4 s seen on a GPU host): begun here, it
-    runs while the device starts, the data is read and the model built. Whoever imports it
+    (sympy and symbolic shapes: about 1 s on a CPU, 4 s seen on a GPU host): begun before
+    the data is read, it runs while the data is read and the device starts. Whoever imports it
     meanwhile waits for this import (Python's lock per module), never a second one."""
 
     def run() -> None:
@@ -55,8 +55,10 @@ def _import_behind(name: str) -> None:
         except Exception:  # noqa: BLE001 (the main thread's own import reports it)
             pass
 
+    thread = threading.Thread(target=run, name=f"import {name}", daemon=True)
     if importlib.util.find_spec(name) is not None:
-        threading.Thread(target=run, name=f"import {name}", daemon=True).start()
+        thread.start()
+    return thread
 
 
 class TorchBackend:
@@ -67,7 +69,7 @@ class TorchBackend:
     scheduler_only = False
 
     def __init__(self, cfg: Config, task: Task) -> None:
-        _import_behind("torch._dynamo")
+        self.importing: threading.Thread | None = None
         self.cfg, self.step = cfg, task.step
         self.augment = task.augment
         self.spec = task.model(cfg.model)
@@ -93,6 +95,16 @@ class TorchBackend:
         self.data: dict[str, InMemory | Streamed] = {}
         self.workers = 0
 
+    def ahead(self) -> None:
+        # torch.optim's first use imports torch._dynamo: begun now, behind the data's reading.
+        self.importing = _import_behind("torch._dynamo")
+
+    def _imported(self) -> None:
+        """The import ahead() began, finished: before loader processes fork, and before
+        this process exits (a thread cut short inside torch's C++ aborts the process)."""
+        if self.importing is not None and self.importing.is_alive():
+            self.importing.join()
+
     def _build(self, shape: DataShape) -> None:
         # The same seed on every rank gives the same initial weights everywhere.
         torch.manual_seed(self.cfg.seed)
@@ -116,6 +128,7 @@ class TorchBackend:
         self._build(DataShape(info.shape, info.num_classes))
         normalise = Normalise(info.mean, info.std, len(info.shape), self.torch_device)
         self._check_model(splits, normalise)
+        self._imported()
         if info.in_memory:
             self.data = {
                 name: InMemory(getattr(splits, name), normalise, self.torch_device)
@@ -288,6 +301,7 @@ class TorchBackend:
         return digest.hexdigest()[:16]
 
     def close(self) -> None:
+        self._imported()
         # DDP's reducer holds the process group: without it, leave() ends the group's threads.
         self.model = None
         gc.collect()

@@ -298,7 +298,10 @@ def leave(code: int) -> NoReturn:
     interpreter's teardown of torch or MindSpore and the modules they import (0.5 s and more
     on a CPU): the other threads finished, the exit hooks run (TensorBoard, MLflow, loader
     processes), the streams flushed, as a normal exit would. Ranks of a job exit normally."""
-    if code != 0 or not _ALONE:
+    # Only where train.py is the program: a tool running it inside its own (python -m
+    # cProfile, a debugger) writes what it gathered after the script returns.
+    program = sys.modules.get("__main__")
+    if code != 0 or not _ALONE or getattr(program, "leave", None) is not leave:
         sys.exit(code)
     # What the interpreter's exit does first, in its order: the threads' exit hooks (such as
     # concurrent.futures' pools) and the other threads joined; then the atexit hooks.

@@ -4,6 +4,7 @@ precision), torchrun's and per-device launches' 2 ranks == 1 process, the run re
 from __future__ import annotations
 
 import json
+import pstats
 import shutil
 import subprocess
 import sys
@@ -199,6 +200,20 @@ def test_device_errors(pytorch_project: Path, tmp_path: Path, args: list, expect
     env = runs.clean_env(CUDA_VISIBLE_DEVICES="")
     result = runs.run(pytorch_project, "train.py", "--train_url", str(tmp_path), *args, env=env)
     runs.assert_one_line_exit_2(result, expected)
+
+
+def test_a_profiler_running_train_py_gets_its_profile(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    # A finished run leaves without the interpreter's teardown only where train.py is the
+    # program: under python -m cProfile the profile is written after the script returns.
+    profile = tmp_path / "train.prof"
+    argv = ["-m", "cProfile", "-o", str(profile), "train.py", "--smoke", "--device_target", "cpu"]
+    result = runs.run(pytorch_project, *argv, "--train_url", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "finished, parameters" in result.stdout
+    stats = pstats.Stats(str(profile))
+    assert any(name == "train" and file.endswith("train.py") for file, _, name in stats.stats)
 
 
 @pytest.mark.slow

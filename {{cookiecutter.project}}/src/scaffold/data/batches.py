@@ -91,28 +91,35 @@ class Prefetcher:
             )
             # Stopped before the interpreter tears its modules down, whatever the exit.
             atexit.register(self.close)
-        todo = iter(plan)
-        waiting: deque[Future] = deque()
-        for indices in todo:
-            waiting.append(self.pool.submit(_read, name, seed, epoch, indices))
-            if len(waiting) >= 2 * self.workers:
-                break
-        while waiting:
-            batch = self._result(waiting.popleft())
-            following = next(todo, None)
-            if following is not None:
-                waiting.append(self.pool.submit(_read, name, seed, epoch, following))
-            yield batch
-
-    def _result(self, future: Future) -> Batch:
         try:
-            return future.result()
+            yield from self._ahead(self.pool, name, plan, epoch, seed)
         except BrokenProcessPool:
-            self.pool = None
+            self.close()
             raise DatasetError(
                 "a loader process died (killed, or out of memory): lower data.num_workers "
                 "or the batch size"
             ) from None
+
+    def _ahead(
+        self,
+        pool: ProcessPoolExecutor,
+        name: str,
+        plan: Iterable[np.ndarray],
+        epoch: int,
+        seed: int,
+    ) -> Iterator[Batch]:
+        todo = iter(plan)
+        waiting: deque[Future] = deque()
+        for indices in todo:
+            waiting.append(pool.submit(_read, name, seed, epoch, indices))
+            if len(waiting) >= 2 * self.workers:
+                break
+        while waiting:
+            batch = waiting.popleft().result()
+            following = next(todo, None)
+            if following is not None:
+                waiting.append(pool.submit(_read, name, seed, epoch, following))
+            yield batch
 
     def close(self) -> None:
         if self.pool is not None:

@@ -10,17 +10,14 @@ epochs left before the process exits non-zero.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
-import os
 import signal
 import sys
-import threading
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, NoReturn, Sequence
+from typing import Callable, Iterator, Sequence
 
 from src.scaffold.backend import devices
 from src.scaffold.backend.api import Backend, BatchPlan
@@ -30,7 +27,7 @@ from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.outputs import checkpoints, pretrained, rundir
 from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
-from src.scaffold.run import guards
+from src.scaffold.run import ending, guards
 from src.scaffold.run.epochs import EpochEnd
 from src.scaffold.run.hostline import host_line
 from src.scaffold.run.progress import Progress
@@ -49,8 +46,6 @@ FINISHED = "training finished"
 DEBUG = "--debug"
 # The frameworks a project imports: without them, one line says which Python lacks them.
 FRAMEWORKS = ("torch", "torch_npu", "mindspore")
-# Set when this process trained alone (no process group) and finished: see leave().
-_ALONE: list = []
 
 
 @contextmanager
@@ -288,35 +283,9 @@ def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> N
             # The launchers read it: a rank that dies after this line died leaving the group.
             print(f"rank {backend.rank}: {FINISHED}", file=sys.stderr, flush=True)
         else:
-            _ALONE.append(True)
+            ending.trained_alone()
     finally:
         backend.close()
-
-
-def leave(code: int) -> NoReturn:
-    """Exit with ``code``. A run that trained alone and saved everything leaves without the
-    interpreter's teardown of torch or MindSpore and the modules they import (0.5 s and more
-    on a CPU): the other threads finished, the exit hooks run (TensorBoard, MLflow, loader
-    processes), the streams flushed, as a normal exit would. Ranks of a job exit normally."""
-    # Only where train.py is the program: a tool running it inside its own (python -m
-    # cProfile, a debugger) writes what it gathered after the script returns.
-    program = sys.modules.get("__main__")
-    if code != 0 or not _ALONE or getattr(program, "leave", None) is not leave:
-        sys.exit(code)
-    # What the interpreter's exit does first, in its order: the threads' exit hooks (such as
-    # concurrent.futures' pools) and the other threads joined; then the atexit hooks.
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()
-    else:
-        for thread in threading.enumerate():
-            if thread is not threading.current_thread() and not thread.daemon:
-                thread.join()
-    atexit._run_exitfuncs()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:

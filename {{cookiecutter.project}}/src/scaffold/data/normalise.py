@@ -26,4 +26,10 @@ class Normalise:
         self.mean, self.std = mean_ / self.scale, std_ / self.scale
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
-        return (inputs.astype(np.float32) / self.scale - self.mean) / self.std
+        # In place on one float32 copy: the same operations in the same order as
+        # ((x / scale) - mean) / std, without a temporary array per step.
+        out = inputs.astype(np.float32)
+        out /= self.scale
+        out -= self.mean
+        out /= self.std
+        return out

@@ -15,14 +15,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Tuple
 
 import mindspore.dataset as ds
 import numpy as np
 
 from src.scaffold.backend.api import BatchPlan
 from src.scaffold.config import Config
-from src.scaffold.data.batches import BatchReader, Prefetcher
+from src.scaffold.data.batches import Batch, BatchReader, Prefetcher
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.data.splits import Split, Splits
@@ -30,7 +29,6 @@ from src.scaffold.errors import ConfigError
 
 log = logging.getLogger(__name__)
 COLUMNS = ["inputs", "labels"]
-Batch = Tuple[np.ndarray, np.ndarray]
 # Samples per evaluation step for data in memory; streamed data is evaluated in
 # batches of the training size, which the device is known to hold.
 EVAL_BATCH = 1000

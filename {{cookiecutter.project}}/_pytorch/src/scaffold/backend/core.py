@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib
 import importlib.util
 import logging
 import os
@@ -43,7 +42,7 @@ CHECK_SAMPLES = 4
 LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
 
-def _import_behind(name: str) -> threading.Thread:
+def _import_behind(name: str) -> threading.Thread | None:
     """Import ``name`` in a thread, now. torch.optim's first use imports torch._dynamo
     (sympy and symbolic shapes: about 1 s on a CPU, 4 s seen on a GPU host): begun before
     the data is read, it runs while the data is read and the device starts. Whoever imports it
@@ -55,9 +54,10 @@ def _import_behind(name: str) -> threading.Thread:
         except Exception:  # noqa: BLE001 (the main thread's own import reports it)
             pass
 
+    if importlib.util.find_spec(name) is None:
+        return None  # torch 1.x: no dynamo
     thread = threading.Thread(target=run, name=f"import {name}", daemon=True)
-    if importlib.util.find_spec(name) is not None:
-        thread.start()
+    thread.start()
     return thread
 
 
@@ -102,7 +102,7 @@ class TorchBackend:
     def _imported(self) -> None:
         """The import ahead() began, finished: before loader processes fork, and before
         this process exits (a thread cut short inside torch's C++ aborts the process)."""
-        if self.importing is not None and self.importing.is_alive():
+        if self.importing is not None:
             self.importing.join()
 
     def _build(self, shape: DataShape) -> None:

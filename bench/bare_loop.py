@@ -1,5 +1,5 @@
 """The bare training loop, the limit train.py is measured against: the project's own model,
-its optimizer, learning rate, momentum and batch, the normalised training split already in
+its loss, optimizer, learning rate, momentum and batch, the normalised training split already in
 memory and each epoch's batches gathered before the clock starts; nothing else.
 
 Run in its own process, as train.py is, so that both start from the same state:
@@ -81,17 +81,12 @@ def mindspore_loop(
 ) -> tuple[Step, Callable, Callable]:
     """(step, batch maker, wait) for MindSpore: TrainOneStepCell in graph mode, on the CPU."""
     import mindspore as ms
-    from mindspore import nn
-    from src.model import LeNet5
+    from bare_ms import train_step
 
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
     ms.set_seed(tb.SEED)
-    net = LeNet5(10)
-    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    optimizer = nn.Momentum(net.trainable_params(), tb.LR, tb.MOMENTUM)
-    step = nn.TrainOneStepCell(nn.WithLossCell(net, loss), optimizer)
-    step.set_train()
+    step = train_step(10, tb.LR, tb.MOMENTUM)
     x = ((images.astype(np.float32)[:, None] / 255 - tb.MEAN) / tb.STD).astype(np.float32)
     y = labels.astype(np.int32)
 

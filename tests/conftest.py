@@ -41,6 +41,25 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     item.add_marker(pytest.mark.xdist_group(group))
 
 
+# The order the groups are handed out in (tools/test.sh turns off pytest-xdist's own, by test
+# count): the longest first, so that no worker starts a long group while the other runs out of
+# work. The engine's group is the longest (the images, built in turn), then the directories by
+# what their tests cost.
+BY_COST = ("tests/training/", "tests/integration/", "tests/template/", "tests/golden/")
+
+
+def _cost_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("docker"):
+        return 0
+    ranks = (rank for rank, prefix in enumerate(BY_COST, 1) if item.nodeid.startswith(prefix))
+    return next(ranks, len(BY_COST) + 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest groups first (a stable sort: each file's tests keep their order)."""
+    items.sort(key=_cost_rank)
+
+
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     """The requesting module's golden files (its GOLDEN_CASES): ``golden.check(case, text)``."""

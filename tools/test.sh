@@ -20,5 +20,7 @@ fi
 
 bash tools/bootstrap.sh "train,mindspore,test,bench"
 # Side by side, one worker a core (pytest-xdist); tests/conftest.py groups what must share a
-# worker. PYTEST_WORKERS=0 runs them in one process.
-exec .venv/bin/python -m pytest -ra --durations=10 -n "${PYTEST_WORKERS:-auto}" --dist loadgroup "$@"
+# worker and orders the groups longest first (--no-loadscope-reorder keeps that order).
+# PYTEST_WORKERS=0 runs them in one process.
+exec .venv/bin/python -m pytest -ra --durations=10 -n "${PYTEST_WORKERS:-auto}" --dist loadgroup \
+    --no-loadscope-reorder "$@"

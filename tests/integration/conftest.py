@@ -79,12 +79,22 @@ def shared_images(docker_engine: engine.Engine) -> Iterator[set[str]]:
     they are kept for the next run: gen names each by a key of what it is made of (base,
     Dockerfile, wheels, CPU), so a later run reuses one only while nothing in it changed,
     and still builds the code image and runs it. Dependency images this session did not use
-    (a key that changed) are removed with the layers they were built from."""
+    (a key that changed) are removed with the layers they were built from, not the base
+    they began from."""
     kept: set[str] = set()
     yield kept
     found = [docker_engine.image(i) for i in docker_engine.image_ids()]
     stale = {i.id for i in found if i and KEY_LABEL in i.labels} - kept
-    docker_engine.remove_images(ancestry(docker_engine, stale) - ancestry(docker_engine, kept))
+    built = ancestry(docker_engine, stale) - ancestry(docker_engine, kept)
+    # Not the images those builds began from (no parent: imported, as the stand-in bases
+    # are, or pulled): a session that ran only the aarch64 build would take the x86_64
+    # stand-in base away with the x86_64 dependency images it left unused.
+    docker_engine.remove_images({i for i in built if _parent(docker_engine, i)})
+
+
+def _parent(docker_engine: engine.Engine, image_id: str) -> str:
+    image = docker_engine.image(image_id)
+    return image.parent if image else ""
 
 
 def ancestry(docker_engine: engine.Engine, ids: set[str]) -> set[str]:

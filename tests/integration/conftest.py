@@ -103,8 +103,7 @@ def ancestry(docker_engine: engine.Engine, ids: set[str]) -> set[str]:
     for image_id in ids:
         while image_id and image_id not in found:
             found.add(image_id)
-            image = docker_engine.image(image_id)
-            image_id = image.parent if image else ""
+            image_id = _parent(docker_engine, image_id)
     return found
 
 

@@ -16,10 +16,21 @@ from pathlib import Path
 class PrivateDaemon:
     """``dockerd`` on a socket of its own; ``start`` and ``stop`` as often as a test needs."""
 
-    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = (), data_size: str | None = None) -> None:
+        """``data_size`` (say ``"64g"``) puts the data root on a tmpfs of that size, so what
+        the daemon reports free does not depend on this machine's disk (tmpfs takes memory
+        only for what is written into it)."""
         # Short: containerd's socket lives under the exec root (unix paths max 108 bytes).
         self.root = Path(tempfile.mkdtemp(prefix="gtd-", dir="/tmp"))
         self.extra_args = extra_args
+        if data_size is not None:
+            data = self.root / "data"
+            data.mkdir()
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={data_size}", "tmpfs", str(data)],
+                check=True,
+                capture_output=True,
+            )
         self.socket = self.root / "docker.sock"
         self.process: subprocess.Popen[bytes] | None = None
 

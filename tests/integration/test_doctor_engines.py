@@ -27,8 +27,9 @@ pytestmark = [pytest.mark.docker]
 @pytest.fixture(scope="module")
 def gpu_engine(docker_engine: engine.Engine) -> Iterator[PrivateDaemon]:
     """A private dockerd that offers an `nvidia` runtime (runc under that name: doctor reads
-    `docker info`, it starts nothing) and holds the stand-in as the catalogue's CUDA base."""
-    daemon = PrivateDaemon(extra_args=("--add-runtime", "nvidia=/usr/sbin/runc"))
+    `docker info`, it starts nothing) and holds the stand-in as the catalogue's CUDA base.
+    Its data root is a 64 GiB tmpfs: room for the image whatever this machine's disk holds."""
+    daemon = PrivateDaemon(extra_args=("--add-runtime", "nvidia=/usr/sbin/runc"), data_size="64g")
     try:
         daemon.start().load(STANDIN_BASE)
         base = catalog.load().default("cuda", "pytorch").base
@@ -54,7 +55,7 @@ def test_a_host_that_can_run_the_job_passes_every_check(
     lines = done.stdout.splitlines()
     assert lines[0].startswith("✓ engine: Docker ")
     assert lines[1].startswith("✓ runtime: ") and "nvidia" in lines[1]
-    assert lines[2].startswith("✓ disk: ") and " GiB free in " in lines[2]
+    assert lines[2].startswith("✓ disk: 64 GiB free in ")
     base = catalog.load().default("cuda", "pytorch").base
     assert lines[3] == f"✓ base image: {base} is on this host"
     assert "✓ NVIDIA driver: 565.57.01 >= 520.61.05 for CUDA 11.8" in lines
@@ -62,6 +63,26 @@ def test_a_host_that_can_run_the_job_passes_every_check(
         "– image base: demo:cuda-local is not built yet (gen image build --target cuda)",
         "– image CPU: this host's CPU is not read from --root",
     ]
+
+
+def test_an_engine_without_room_for_the_image_fails_the_disk_check(tmp_path: Path) -> None:
+    daemon = PrivateDaemon(data_size="2g")
+    try:
+        daemon.start()
+        project = render(Options("demo"), tmp_path)
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", "doctor"],
+            cwd=project,
+            env={**os.environ, **daemon.env},
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        daemon.destroy()
+    assert done.returncode == 1, done.stdout + done.stderr
+    # No base on it: the base's 10 GiB on top of the build's 20.
+    disk = f"✗ disk: 2 GiB free in {daemon.root / 'data'}; needed: >= 30 GiB for the image; "
+    assert disk + "fix: free space (docker system prune) or move the data root" in done.stdout
 
 
 def test_the_runtime_a_target_needs_is_named(docker_engine: engine.Engine) -> None:

@@ -221,3 +221,28 @@ def test_a_reader_of_your_own_is_one_class(tmp_path: Path) -> None:
     result = splits(tmp_path, {**readers.BUILTIN, "npy": NpyReader}, data_format="npy")
     assert result.info.format == "npy" and result.info.shape == (3,)
     assert len(result.test) == 4
+
+
+def test_images_decode_to_pillows_pixels_whatever_their_suffix_says(tmp_path: Path) -> None:
+    from src.scaffold.data.images import ImageDecoder
+
+    noise = np.random.default_rng(0).integers(0, 256, (5, 6, 3), dtype=np.uint8)
+    saved = {
+        "rgb.png": ("PNG", "RGB"),
+        "grey.png": ("PNG", "L"),
+        "palette.png": ("PNG", "P"),
+        "photo.jpg": ("JPEG", "RGB"),
+        "jpeg-named.png": ("JPEG", "RGB"),
+        "png-named.jpeg": ("PNG", "RGB"),
+    }
+    for name, (fmt, mode) in saved.items():
+        Image.fromarray(noise).convert(mode).save(tmp_path / name, format=fmt)
+        for wanted, size in (("RGB", None), ("L", None), ("RGB", (3, 4))):
+            with Image.open(tmp_path / name) as image:
+                expected = image.convert(wanted)
+                if size is not None:
+                    expected = expected.resize(size, Image.BILINEAR)
+                pixels = np.asarray(expected)
+            got = ImageDecoder(wanted, size)(tmp_path / name)
+            assert got.shape == (len(wanted), pixels.shape[0], pixels.shape[1])
+            assert (got == (pixels[None] if wanted == "L" else pixels.transpose(2, 0, 1))).all()

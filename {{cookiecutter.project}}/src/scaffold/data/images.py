@@ -112,8 +112,8 @@ class ImageDecoder:
             plugin = _plugin(Path(path).suffix.lower())
             try:
                 # The format the suffix names, read by its plugin from memory: Image.open's
-                # probing and checks (made once, when the folder was scanned) cost a third
-                # of a small PNG's decode.
+                # probing and checks (made once, when the folder was scanned) cost a tenth
+                # (32x32 RGB) to a third (28x28 grey) of a small PNG's decode.
                 image = plugin(data) if plugin is not None else Image.open(data)
             except (SyntaxError, UnidentifiedImageError):
                 image = Image.open(data)  # named for another format: let Pillow find it

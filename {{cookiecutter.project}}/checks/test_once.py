@@ -97,3 +97,39 @@ def test_a_waiter_gives_up_at_its_timeout(tmp_path: Path) -> None:
         StorageError, match=r"waited 0.5 s for another process of this node to copy"
     ):
         Once(tmp_path, "data", "k").run(lambda: None, "copy", 0.5)
+
+
+def test_a_failure_just_before_the_lock_is_taken_is_shared(tmp_path: Path, monkeypatch) -> None:
+    """The copier fails and frees its lock after this process looked for a failure and
+    before it took the lock: it reports that failure rather than copying again."""
+    once = Once(tmp_path, "data", "k")
+    take = once._acquire
+
+    def copier_fails_first() -> bool:
+        (tmp_path / ".data.failed").write_text(json.dumps({"key": "k", "reason": "NoSuchKey"}))
+        return take()
+
+    monkeypatch.setattr(once, "_acquire", copier_fails_first)
+    ran = []
+    with pytest.raises(StorageError, match="^the node's copier could not finish: NoSuchKey$"):
+        once.run(lambda: ran.append(1), "copy", 5)
+    assert not ran and not (tmp_path / ".data.lock").exists()
+
+
+def test_a_process_that_reaches_the_step_late_shares_its_runs_failure(tmp_path: Path) -> None:
+    """The failure is from this run if it came after the process started, however long the
+    process took to get to the step (a node's processes start together; one may starve)."""
+    late = "import time; time.sleep(2.5)\n" + STEP
+    process = subprocess.Popen(
+        [sys.executable, "-c", late, str(tmp_path), "ok"],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Written while it sleeps: after it started, 2.5 s before it imports the step's module.
+    (tmp_path / ".data.failed").write_text(json.dumps({"key": "obs://b/d", "reason": "gone"}))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, out + err
+    assert err.strip() == "error: the node's copier could not finish: gone"
+    assert not (tmp_path / "ran").exists()

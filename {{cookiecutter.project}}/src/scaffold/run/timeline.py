@@ -21,21 +21,22 @@ import time
 PHASES = ("interpreter and imports", "device", "data", "model", "first step")
 
 
-def _process_age() -> float | None:
-    """Seconds since this process started (Linux: /proc), or None where unknown."""
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc); 0 where unknown or implausible
+    (negative, or over a minute: a long-lived interpreter importing this late)."""
     try:
         with open("/proc/self/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
         with open("/proc/uptime") as uptime:
             up = float(uptime.read().split()[0])
-        return up - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        age = up - int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
-        return None
+        return 0.0
+    return age if 0 <= age < 60 else 0.0
 
 
-_AGE = _process_age()
 # time.perf_counter() at the process start, as near as can be known.
-STARTED = time.perf_counter() - (_AGE if _AGE is not None and 0 <= _AGE < 60 else 0.0)
+STARTED = time.perf_counter() - process_age()
 
 
 class Timeline:

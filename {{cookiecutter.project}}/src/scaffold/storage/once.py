@@ -21,10 +21,13 @@ from pathlib import Path
 from typing import Callable
 
 from src.scaffold.errors import StorageError
+from src.scaffold.run.timeline import process_age
 
 POLL_S = 0.2
-# Markers written before this process started belong to an earlier run.
-STARTED = time.time() - 1.0
+# Markers written before this process started belong to an earlier run. The process's
+# start as the kernel records it, not this import: a node's processes start together,
+# but one starved of CPU may reach this module seconds after another's copy failed.
+STARTED = time.time() - process_age() - 1.0
 
 
 def _write(path: Path, value: dict) -> None:
@@ -109,8 +112,12 @@ class Once:
             if reason is not None:
                 raise StorageError(f"the node's copier could not finish: {reason}")
             if self._acquire():
-                if self.is_done():  # finished between our check and the lock
+                # Done, or failed, between the checks above and the lock: not to run again.
+                reason = self._failure()
+                if self.is_done() or reason is not None:
                     self.lock.unlink(missing_ok=True)
+                    if reason is not None:
+                        raise StorageError(f"the node's copier could not finish: {reason}")
                     return False
                 self._run(step)
                 return True

@@ -112,13 +112,11 @@ class Once:
             if reason is not None:
                 raise StorageError(f"the node's copier could not finish: {reason}")
             if self._acquire():
-                # Done, or failed, between the checks above and the lock: not to run again.
-                reason = self._failure()
-                if self.is_done() or reason is not None:
+                if self.is_done() or self._failure() is not None:
+                    # Done, or failed, between the checks above and the lock: the loop's
+                    # checks return or raise, as for a process that came after.
                     self.lock.unlink(missing_ok=True)
-                    if reason is not None:
-                        raise StorageError(f"the node's copier could not finish: {reason}")
-                    return False
+                    continue
                 self._run(step)
                 return True
             if _holder_gone(self.lock):

@@ -20,10 +20,13 @@ sample's loop; start-up within 0.5 s of the bare loop's.
 
 Needs torch, numpy and Pillow only, given --project (a PyTorch project rendered beforehand,
 e.g. gen new gpu_bench --no-input); without it the generator renders one, where it imports.
-Where no CUDA GPU is present it says so in one line and measures nothing; --device cpu runs
-the same measurements on the CPU (with --quick, in a few minutes) to try the code paths.
+--only picks measurements (start: 1 at batch 32 with 4; b256; stream: 2; tta: 3), for a
+short device lease. Where no CUDA GPU is present it says so in one line and measures nothing;
+--device cpu runs the same measurements on the CPU (with --quick, in a few minutes) to try
+the code paths.
 
     python bench/bench_gpu.py [--project DIR] [--device cuda|cpu] [--quick] [--repeats 3]
+                              [--only start,b256,stream,tta]
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ TTA_TARGET = 1.5  # train.py at least this many times faster to 0.95 than the sa
 STARTUP_TARGET = 0.5  # seconds: train.py's start-up at most this much over the bare loop's
 # (full, --quick): copies of the train split, repeats, loader workers.
 SIZES = {"repeat_data": (20, 3), "repeats": (3, 1), "workers": (8, 2)}
+# --only's names: batch 32 with the start-up split (from the same run), batch 256, streamed,
+# time to accuracy.
+PARTS = ("start", "b256", "stream", "tta")
 
 
 @dataclass
@@ -62,9 +68,12 @@ class Pair:
     values: tuple[list, list] = field(default_factory=lambda: ([], []))
 
     def measure(self, attempt: int) -> None:
-        """Both runs, the baseline first every other repeat."""
+        """Both runs, the baseline first every other repeat; each value printed as it comes
+        (standard error), so that a run cut short still shows what it measured."""
         for side in (0, 1) if attempt % 2 == 0 else (1, 0):
-            self.values[side].append((self.ours, self.base)[side]())
+            value = (self.ours, self.base)[side]()
+            self.values[side].append(value)
+            print(f"  {self.title}: {self.names[side]} {value}", file=sys.stderr, flush=True)
 
 
 def arguments() -> argparse.Namespace:
@@ -77,7 +86,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, help="loader workers, streamed (8; 2)")
     parser.add_argument("--epochs", type=int, default=2, help="throughput runs: first warms")
     parser.add_argument("--max-epochs", type=int, default=10, help="for time to accuracy")
+    parser.add_argument(
+        "--only", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (all)"
+    )
     args = parser.parse_args()
+    args.only = set(args.only.split(","))
+    if not args.only or not args.only <= set(PARTS):
+        parser.error(f"--only takes names of {', '.join(PARTS)}, comma-separated")
     for key, (full, quick) in SIZES.items():
         if getattr(args, key) is None:
             setattr(args, key, quick if args.quick else full)
@@ -116,7 +131,7 @@ def project_dir(args: argparse.Namespace, work: Path) -> Path:
 
 
 def pairs(bench: gb.Bench) -> list[Pair]:
-    """The measurements, in the order each repeat runs them."""
+    """Every measurement, in the order each repeat runs them."""
     rate = "steady samples/s"
     b256 = 256
     return [
@@ -181,6 +196,15 @@ def print_tta(pair: Pair) -> float:
     return statistics.median(faster)
 
 
+def print_tta_phases(phases: list[dict[str, float]]) -> None:
+    """Where train.py's time to accuracy went (trainbench.py's split, medians)."""
+    print("of train.py's, seconds (medians):", end="")
+    for key in phases[0]:
+        label = "of which first-epoch warm-up" if key == "warm_up" else key
+        print(f" {label} {statistics.median(run[key] for run in phases):.2f};", end="")
+    print()
+
+
 def print_startup(pair: Pair) -> float | None:
     """Phase by phase, side by side; returns train.py's total less the bare one's."""
     ours, base = pair.values
@@ -196,12 +220,16 @@ def print_startup(pair: Pair) -> float | None:
     return mine["total"] - bare["total"]
 
 
-def verdict(faster: float, startup: float | None) -> str:
-    tta = "met" if faster >= TTA_TARGET else "missed"
-    line = f"verdict: time to {tb.TARGET_ACCURACY} train.py {faster:.2f}x faster than the "
-    line += f"sample's loop (target at least {TTA_TARGET}x): {tta}; start-up "
+def verdict(faster: float | None, startup: float | None) -> str:
+    line = f"verdict: time to {tb.TARGET_ACCURACY} "
+    if faster is None:
+        line += "not measured; start-up "
+    else:
+        tta = "met" if faster >= TTA_TARGET else "missed"
+        line += f"train.py {faster:.2f}x faster than the sample's loop (target at least "
+        line += f"{TTA_TARGET}x): {tta}; start-up "
     if startup is None:
-        return line + "not compared (no start-up line from train.py)"
+        return line + "not compared (not measured, or no start-up line from train.py)"
     met = "met" if startup <= STARTUP_TARGET else "missed"
     return line + f"{startup:+.2f} s against the bare loop's (target within 0.5 s): {met}"
 
@@ -211,16 +239,21 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[gb.Bench, list[Pair]]
     project = project_dir(args, work)
     data = work / "digits"
     digits = gb.write_digits(project, data, args.repeat_data)
-    print(f"writing {len(digits.train_labels):,} PNGs...", file=sys.stderr)
-    pngs = gb.write_pngs(digits, work / "pngs")
+    pngs = work / "pngs"
+    if "stream" in args.only:
+        print(f"writing {len(digits.train_labels):,} PNGs...", file=sys.stderr)
+        gb.write_pngs(digits, pngs)
     bench = gb.Bench(
         project, data, pngs, work, args.device, args.epochs, args.workers, args.max_epochs
     )
     bench.bare_start()  # not counted: the libraries read and the driver up for every run alike
     measurements = pairs(bench)
+    # Each of PARTS, its pairs in measurements; those not asked for stay without values.
+    chosen = {"start": (0, 1), "b256": (2,), "stream": (3,), "tta": (4,)}
+    runs = [measurements[i] for part in PARTS if part in args.only for i in chosen[part]]
     for attempt in range(args.repeats):
         print(f"repeat {attempt + 1} of {args.repeats}...", file=sys.stderr)
-        for pair in measurements:
+        for pair in runs:
             pair.measure(attempt)
     return bench, measurements
 
@@ -240,9 +273,12 @@ def main() -> None:
             f"a tenth held out), {args.epochs} epochs a throughput run, repeats: {args.repeats}"
         )
         for pair in (b32, b256, stream):
-            print_rates(pair)
-        faster = print_tta(tta)
-        difference = print_startup(startup)
+            if pair.values[0]:
+                print_rates(pair)
+        faster = print_tta(tta) if tta.values[0] else None
+        if bench.tta_phases:
+            print_tta_phases(bench.tta_phases)
+        difference = print_startup(startup) if startup.values[0] else None
     print(f"\n{verdict(faster, difference)}")
     print(f"({time.perf_counter() - began:.0f} s in all)")
 

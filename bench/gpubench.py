@@ -125,6 +125,8 @@ class Bench:
     # train.py's start-up split, of each batch-32 run in memory (None: it printed none).
     splits: list[dict[str, float] | None] = field(default_factory=list)
     last_split: dict[str, float] | None = None
+    # Where each time-to-accuracy run of train.py went (tb.Run.phases, and "wall").
+    tta_phases: list[dict[str, float]] = field(default_factory=list)
 
     def train_py(self, *flags: str) -> tb.Run:
         """train.py as a user runs it on the device, its run record read back."""
@@ -172,6 +174,7 @@ class Bench:
         for epochs in range(1, self.max_epochs + 1):
             result = self.train_py("--data_url", str(self.data), "--epoch_size", str(epochs))
             if result.accuracy >= tb.TARGET_ACCURACY:
+                self.tta_phases.append({"wall": result.wall, **result.phases()})
                 return result.wall, epochs, result.accuracy
         sys.exit(f"error: train.py did not reach {tb.TARGET_ACCURACY} in {self.max_epochs} epochs")
 

@@ -61,6 +61,7 @@ PARTS = ("start", "b256", "stream", "tta")
 class Pair:
     """One measurement: train.py and its baseline, a value each per repeat."""
 
+    part: str  # which of PARTS (--only) it belongs to
     title: str
     names: tuple[str, str]  # (train.py's, the baseline's)
     ours: Callable[[], object]
@@ -136,6 +137,7 @@ def pairs(bench: gb.Bench) -> list[Pair]:
     b256 = 256
     return [
         Pair(
+            "start",
             f"LeNet, batch {tb.BATCH_SIZE}, {rate}",
             ("train.py", "bare loop"),
             lambda: bench.ours_rate(tb.BATCH_SIZE),
@@ -143,24 +145,28 @@ def pairs(bench: gb.Bench) -> list[Pair]:
         ),
         # train.py's split comes from the batch-32 run just made.
         Pair(
+            "start",
             "start-up to the first step, seconds",
             ("train.py", "bare"),
             lambda: bench.splits[-1],
             bench.bare_start,
         ),
         Pair(
+            "b256",
             f"LeNet, batch {b256}, {rate}",
             ("train.py", "bare loop"),
             lambda: bench.ours_rate(b256),
             lambda: bench.bare_rate(b256),
         ),
         Pair(
+            "stream",
             f"the same data as PNGs, streamed, {bench.workers} workers, {rate}",
             ("train.py streamed", "hand-written"),
             bench.ours_stream,
             bench.bare_stream,
         ),
         Pair(
+            "tta",
             f"time to {tb.TARGET_ACCURACY} test accuracy, whole process",
             ("train.py", "sample's loop"),
             bench.ours_tta,
@@ -248,9 +254,8 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[gb.Bench, list[Pair]]
     )
     bench.bare_start()  # not counted: the libraries read and the driver up for every run alike
     measurements = pairs(bench)
-    # Each of PARTS, its pairs in measurements; those not asked for stay without values.
-    chosen = {"start": (0, 1), "b256": (2,), "stream": (3,), "tta": (4,)}
-    runs = [measurements[i] for part in PARTS if part in args.only for i in chosen[part]]
+    # Those not asked for stay without values.
+    runs = [pair for pair in measurements if pair.part in args.only]
     for attempt in range(args.repeats):
         print(f"repeat {attempt + 1} of {args.repeats}...", file=sys.stderr)
         for pair in runs:

@@ -141,6 +141,7 @@ def test_data_mistakes_are_one_line_and_leave_the_output_as_it_was(
     truncated = write_images(tmp_path / "trunc", ("ant", "bee"))
     png = truncated / "train" / "ant" / "3.png"
     png.write_bytes(png.read_bytes()[:60])
+    few = write_images(tmp_path / "few", ("ant", "bee"), count=2)
     table = tmp_path / "nan"
     table.mkdir()
     rows = ["x,y,label", "1,2,0", "3,nan,1", "4,5,0", "6,7,1"]
@@ -163,6 +164,11 @@ def test_data_mistakes_are_one_line_and_leave_the_output_as_it_was(
         (
             ("--data_url", str(truncated), "--model", "mlp", "--data_in_memory", "false"),
             f"error: {png} cannot be read as an image: ",
+        ),
+        (
+            ("--data_url", str(few), "--model", "mlp"),
+            "error: batch_size 4 x 1 devices = 4 exceeds the 3 training samples; lower "
+            "--batch_size",
         ),
         (
             ("--smoke", "--skip_layers", "head"),

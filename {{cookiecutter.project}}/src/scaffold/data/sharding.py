@@ -19,6 +19,18 @@ def epoch_order(num_samples: int, seed: int, epoch: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(num_samples)
 
 
+def whole_batches(num_samples: int, batch_size: int, world_size: int) -> int:
+    """The steps of an epoch: the global batches (batch_size x world_size) the samples
+    fill. ConfigError where they fill none."""
+    global_batch = batch_size * world_size
+    if num_samples < global_batch:
+        raise ConfigError(
+            f"batch_size {batch_size} x {world_size} devices = {global_batch} exceeds the "
+            f"{num_samples} training samples; lower --batch_size"
+        )
+    return num_samples // global_batch
+
+
 def rank_batches(
     num_samples: int, batch_size: int, world_size: int, rank: int, seed: int, epoch: int
 ) -> np.ndarray:
@@ -30,12 +42,7 @@ def rank_batches(
     incomplete last global batch is dropped: every rank runs the same steps.
     """
     global_batch = batch_size * world_size
-    steps = num_samples // global_batch
-    if steps == 0:
-        raise ConfigError(
-            f"batch_size {batch_size} x {world_size} devices = {global_batch} exceeds the "
-            f"{num_samples} training samples; lower --batch_size"
-        )
+    steps = whole_batches(num_samples, batch_size, world_size)
     order = epoch_order(num_samples, seed, epoch)[: steps * global_batch]
     return order.reshape(steps, world_size, batch_size)[:, rank]
 

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 from src.scaffold.backend import devices
 from src.scaffold.backend.api import Backend, BatchPlan
 from src.scaffold.config import Config
-from src.scaffold.data import finder
+from src.scaffold.data import finder, sharding
 from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.outputs import checkpoints, pretrained, rundir
@@ -144,6 +144,8 @@ def _train(
 ) -> None:
     splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
     TIMELINE.mark("data")
+    # A batch larger than the data: said now, before the run starts, in every framework.
+    sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)
     plan = BatchPlan(
         len(splits.train), cfg.batch_size, backend.world_size, backend.rank, cfg.seed, cfg.max_steps
     )

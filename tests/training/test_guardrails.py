@@ -183,6 +183,26 @@ def test_data_mistakes_are_one_line_and_leave_the_output_as_it_was(
 
 
 @pytest.mark.slow
+def test_a_png_mindspores_decoder_rejects_mid_epoch_is_named(tmp_path: Path) -> None:
+    """Streamed plain PNGs are decoded by MindSpore's ImageFolderDataset. Given the mean and
+    std, nothing decodes an image before training, so the broken one is met in the epoch:
+    MindSpore logs its own lines first, then the run ends on the file's name, exit 2."""
+    project = fresh(tmp_path, "mindspore")
+    data = write_images(tmp_path / "data", ("ant", "bee"))
+    png = data / "train" / "bee" / "5.png"
+    png.write_bytes(png.read_bytes()[:60])
+    stats = ("--data_mean", "128", "--data_std", "64", "--data_in_memory", "false")
+    args = ("--data_url", str(data), "--model", "mlp", "--batch_size", "4", *stats)
+    result = train(project, tmp_path / "out", *args)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {png} cannot be read as an image: MindSpore's decoder finds it broken "
+        "(truncated or damaged) or unreadable"
+    )
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_model_mistakes_name_the_model_the_shape_and_the_place(
     framework: str, tmp_path: Path

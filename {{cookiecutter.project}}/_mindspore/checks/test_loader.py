@@ -14,9 +14,10 @@ from checks.test_batches import SHAPE, split_of
 from src.scaffold.backend.api import BatchPlan
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig
+from src.scaffold.data.images import ImageFolderReader
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.readers import augment
-from src.scaffold.data.splits import DataInfo, Split, Splits
+from src.scaffold.data.splits import DataInfo, Split, Splits, hold_out
 
 
 def streamed(tmp_path: Path, count: int) -> Split:
@@ -97,3 +98,84 @@ def test_normalisation_is_per_channel_or_feature(
     assert out.dtype == np.float32
     for c in range(3):
         np.testing.assert_allclose(out[:, c], (40 - mean[c]) / std[c], rtol=1e-6)
+
+
+def png_folder(root: Path, mode: str, count: int, fmt: str = "PNG") -> Split:
+    """Three class folders of ``count`` noise images each, read as train.py reads them."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for name in ("b", "a", "c"):
+        (root / name).mkdir(parents=True)
+        for i in range(count):
+            noise = Image.fromarray(rng.integers(0, 256, (5, 4, 3), dtype=np.uint8))
+            noise.convert(mode).save(root / name / f"{i}.png", format=fmt)
+    return ImageFolderReader({}).read(root)["all"]
+
+
+def folder_loader(split: Split, world_size: int, **options: object) -> Loader:
+    channels = split.shape[0]
+    info = DataInfo("imagefolder", split.shape, 3, (), (100.0,) * channels, (50.0,) * channels)
+    options = {f"data_{key}" if key != "batch_size" else key: v for key, v in options.items()}
+    cfg = replace(MSConfig(), **{"data_num_workers": 2, "batch_size": 4, **options})
+    return Loader(Splits(split, split, split, info), cfg, world_size, augment)
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_pngs_are_read_by_imagefolderdataset_as_pillow_reads_them_in_the_plans_order(
+    tmp_path: Path, mode: str
+) -> None:
+    # The validation hold-out leaves the folder's files with gaps: positions, not ranges.
+    train, _ = hold_out(png_folder(tmp_path, mode, 13), 0.2, seed=1)
+    for world_size in (1, 2):
+        for rank in range(world_size):
+            data = folder_loader(train, world_size)
+            assert data.folder is not None
+            plan = BatchPlan(len(train), 4, world_size, rank, seed=5)
+            dataset, steps = data.train(plan, 2)  # from epoch 2, as a resumed run
+            assert dataset.get_dataset_size() == steps == plan.steps_per_epoch
+            batches = dataset.create_tuple_iterator(num_epochs=2, output_numpy=True)
+            for epoch in (2, 3):
+                read = [(inputs, labels) for inputs, labels in batches]
+                assert len(read) == steps
+                for (inputs, labels), indices in zip(read, plan.batches(epoch)):
+                    # The same pixels as Pillow's, normalised the same way: equal to the bit.
+                    pillow = data.normalise(np.stack([train.load(int(i)) for i in indices]))
+                    assert inputs.dtype == np.float32 and labels.dtype == np.int32
+                    np.testing.assert_array_equal(inputs, pillow)
+                    np.testing.assert_array_equal(labels, train.labels[indices])
+
+
+def test_a_last_epoch_cut_short_by_max_steps_ends_early(tmp_path: Path) -> None:
+    train = png_folder(tmp_path, "RGB", 8)
+    data = folder_loader(train, 1)
+    plan = BatchPlan(len(train), 4, 1, 0, seed=0, max_steps=8)  # 6 steps an epoch
+    dataset, steps = data.train(plan, 1)
+    batches = dataset.create_tuple_iterator(num_epochs=2, output_numpy=True)
+    assert [len([b for b in batches]) for _ in range(2)] == [steps, 2] == [6, 2]
+
+
+def test_pngs_to_convert_or_augment_go_through_the_loader_processes(tmp_path: Path) -> None:
+    assert folder_loader(png_folder(tmp_path / "palette", "P", 2), 1).folder is None
+    assert folder_loader(png_folder(tmp_path / "jpeg", "RGB", 2, "JPEG"), 1).folder is None
+    rgb = png_folder(tmp_path / "rgb", "RGB", 2)
+    assert folder_loader(rgb, 1, random_flip=True).folder is None
+    resized = ImageFolderReader({"resize": [5, 4]}).read(tmp_path / "rgb")["all"]
+    assert folder_loader(resized, 1).folder is None  # Pillow resizes: its pixels, not ours
+    assert folder_loader(rgb, 1).folder is not None
+    (tmp_path / "rgb" / "a" / ".hidden.png").write_bytes(b"")  # ImageFolderDataset sees it
+    assert folder_loader(rgb, 1).folder is None
+
+
+def test_a_png_its_decoder_rejects_is_named(tmp_path: Path) -> None:
+    train = png_folder(tmp_path, "RGB", 4)
+    broken = tmp_path / "b" / "2.png"
+    broken.write_bytes(broken.read_bytes()[:60])
+    data = folder_loader(train, 1)
+    dataset, _ = data.train(BatchPlan(len(train), 4, 1, 0, seed=0), 1)
+    with pytest.raises(RuntimeError) as raised:
+        for _ in dataset.create_tuple_iterator(num_epochs=1):
+            pass
+    said = data.broken_image(raised.value)
+    assert said is not None and str(said).startswith(f"{broken} cannot be read as an image: ")
+    assert data.broken_image(RuntimeError("another")) is None

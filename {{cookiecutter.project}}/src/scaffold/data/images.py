@@ -49,10 +49,10 @@ class ImageFolderReader(Reader):
         return {name: _image_split(root, resize) for name, root in self._roots(directory).items()}
 
 
-def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
-    """Every image under root's class folders, checked by header (none decoded yet)."""
-    from PIL import Image  # only image data needs Pillow
-
+def folder_listing(root: Path) -> tuple[list[Path], list[int], tuple[str, ...]]:
+    """Every image under root's class folders, in name order (class folders, then files),
+    with its class index, and the class names: the order MindSpore's ImageFolderDataset
+    lists them in too."""
     files: list[Path] = []
     labels: list[int] = []
     classes = _class_folders(root)
@@ -68,13 +68,24 @@ def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
                 raise DatasetError(f"{path} is not an image ({kinds}); move it out of {folder}")
             files.append(path)
             labels.append(label)
+    return files, labels, tuple(c.name for c in classes)
+
+
+def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
+    """Every image under root's class folders, checked by header (none decoded yet)."""
+    from PIL import Image  # only image data needs Pillow
+
+    files, labels, classes = folder_listing(root)
     sizes: dict[tuple[int, int], Path] = {}
     modes = set()
+    # Whether every file is a .png of 8-bit pixels stored in the mode Pillow reads it in.
+    plain_png = True
     for path in files:
         try:
             with Image.open(path) as image:
                 sizes.setdefault(image.size, path)
                 modes.add(image.mode)
+                plain_png = plain_png and _plain_png(path, image)
         except (OSError, SyntaxError) as err:
             raise DatasetError(f"{path} cannot be read as an image: {err}") from err
     if len(sizes) > 1 and resize is None:
@@ -86,22 +97,30 @@ def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
     width, height = next(iter(sizes)) if resize is None else (resize[1], resize[0])
     mode = "L" if modes <= {"L", "1", "I;16", "I", "F"} else "RGB"
     shape = (1 if mode == "L" else 3, height, width)
-    decode = ImageDecoder(mode, (width, height) if resize is not None else None)
-    return Split(
-        np.asarray(labels, dtype=np.int64),
-        shape,
-        files=tuple(files),
-        decode=decode,
-        classes=tuple(c.name for c in classes),
-    )
+    as_is = plain_png and modes == {mode} and resize is None
+    decode = ImageDecoder(mode, (width, height) if resize is not None else None, as_is)
+    labelled = np.asarray(labels, dtype=np.int64)
+    return Split(labelled, shape, files=tuple(files), decode=decode, classes=classes)
+
+
+def _plain_png(path: Path, image: Any) -> bool:
+    """A .png whose pixels are stored 8-bit, RGB or grey, as Pillow reads them: no palette,
+    alpha or other bit depth for a decoder to convert, its own way."""
+    rawmode = image.tile[0][3] if image.tile else None
+    plain = image.mode in ("RGB", "L") and rawmode == image.mode
+    return path.suffix == ".png" and image.format == "PNG" and plain
 
 
 class ImageDecoder:
     """Decode one image file to uint8 (C, H, W) with Pillow: a picklable callable, so that
-    loader worker processes can decode in parallel."""
+    loader worker processes can decode in parallel.
 
-    def __init__(self, mode: str, size: tuple[int, int] | None) -> None:
-        self.mode, self.size = mode, size
+    ``as_is``: every file is a .png of 8-bit pixels already in ``mode`` and at the split's
+    size (no resize), so any PNG decoder reads the same pixels: a MindSpore project streams
+    such a folder with MindSpore's own decoder."""
+
+    def __init__(self, mode: str, size: tuple[int, int] | None, as_is: bool = False) -> None:
+        self.mode, self.size, self.as_is = mode, size, as_is
 
     def __call__(self, path: Path) -> np.ndarray:
         from PIL import Image

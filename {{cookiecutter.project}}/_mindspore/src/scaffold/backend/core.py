@@ -129,7 +129,13 @@ class MindSporeBackend:
         guards.check_outputs(name, outputs, count, info.num_classes, split.numeric)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
-        fit(self, first, last, plan, on_epoch_end)
+        try:
+            fit(self, first, last, plan, on_epoch_end)
+        except RuntimeError as err:
+            broken = self.loader.broken_image(err)
+            if broken is None:
+                raise
+            raise broken from err
 
     def _lr_table(self) -> np.ndarray:
         """The optimizer's learning rates: one per step (dynamic), or one for all."""

@@ -1,13 +1,15 @@
 """The splits as MindSpore data, each rank's batches cut by src/scaffold/data/sharding.py.
 
-Two paths. Data held in memory is normalised once and batches are cut from it by
+Three paths. Data held in memory is normalised once and batches are cut from it by
 index. Data streamed from disk (data.in_memory false, or augmentation on) is read a
 whole batch at a time by loader processes (src/scaffold/data/batches.py), in the
 order of the same BatchPlan, handed over as uint8 and normalised a batch at a
 time; a GeneratorDataset passes the batches on (one Python call a batch, not a
 sample: the training process's interpreter lock is not held once per sample).
-Either way N ranks with batch b see exactly the samples of one process with batch
-N x b, and a resumed run the order of an unbroken one.
+Streamed PNGs that need no conversion and no augmentation are read by MindSpore's
+own ImageFolderDataset instead, in the plan's order (folder.py), and normalised a
+batch at a time. Each way N ranks with batch b see exactly the samples of one
+process with batch N x b, and a resumed run the order of an unbroken one.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import mindspore.dataset as ds
 import numpy as np
 
 from src.scaffold.backend.api import BatchPlan
+from src.scaffold.backend.folder import PngFolder, broken_image
 from src.scaffold.config import Config
 from src.scaffold.data.batches import Batch, BatchReader, Prefetcher
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.data.splits import Split, Splits
-from src.scaffold.errors import ConfigError
+from src.scaffold.errors import ConfigError, DatasetError
 
 log = logging.getLogger(__name__)
 COLUMNS = ["inputs", "labels"]
@@ -108,13 +111,23 @@ class Loader:
             auto_workers(world_size) if cfg.data_num_workers is None else cfg.data_num_workers
         )
         self.prefetcher: Prefetcher | None = None
+        # PNGs read as they are, not augmented: MindSpore's ImageFolderDataset decodes them.
+        self.folder = None if self.crop or self.flip else PngFolder.of(splits.train)
         # Normalised once, for the run: the splits held in memory.
         self.memory = {
             name: (self.normalise(split.arrays), split.labels.astype(label_type(split)))
             for name, split in self._named()
             if split.arrays is not None and not (name == "train" and self.streams)
         }
-        if self.streams:
+        if self.streams and self.folder is not None:
+            threads = max(1, self.workers)
+            log.info(
+                "data: training batches streamed (decoded by MindSpore's ImageFolderDataset, "
+                "%d thread%s), normalised a batch at a time",
+                threads,
+                "s" if threads > 1 else "",
+            )
+        elif self.streams:
             how = f"{self.workers} loader process{'es' if self.workers > 1 else ''}"
             if not self.workers:
                 how = "in the main process"
@@ -153,6 +166,9 @@ class Loader:
     def train(self, plan: BatchPlan, first_epoch: int) -> tuple[ds.Dataset, int]:
         """The training data from ``first_epoch`` on, as a dataset of whole batches, and
         the steps of its first epoch (what a sink holds)."""
+        if self.streams and self.folder is not None:
+            data = self.folder.dataset(plan, first_epoch, self.workers, self._inputs, COLUMNS)
+            return data, plan.steps_in(first_epoch)
         if self.streams:
             # Read from disk ahead of the step by the loader processes, normalised here.
             reader = self._streamed()
@@ -172,6 +188,16 @@ class Loader:
         source = EpochBatches(batches, plan, first_epoch)
         # shuffle=False: the order is the source's, the same on every run and every rank.
         return ds.GeneratorDataset(source, column_names=COLUMNS, shuffle=False), source.steps
+
+    def _inputs(self, images: np.ndarray) -> np.ndarray:
+        """A batch of ImageFolderDataset's images (B, H, W, 3) as the model's inputs: the
+        channels first (grey PNGs come back as three equal channels), normalised."""
+        channels = self.splits.info.shape[0]
+        return self.normalise(np.ascontiguousarray(images.transpose(0, 3, 1, 2)[:, :channels]))
+
+    def broken_image(self, err: Exception) -> DatasetError | None:
+        """A file ImageFolderDataset could not decode, named (None: ``err`` is another)."""
+        return broken_image(err) if self.folder is not None else None
 
     def batches(self, name: str) -> Iterable[tuple[np.ndarray, np.ndarray]]:
         """The "val" or "test" split in order, in batches (the last one partial)."""

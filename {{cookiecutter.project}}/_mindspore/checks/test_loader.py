@@ -25,9 +25,11 @@ def streamed(tmp_path: Path, count: int) -> Split:
     return split_of(tmp_path, count)
 
 
-def loader(split: Split, world_size: int, **options: object) -> Loader:
+def loader(
+    split: Split, world_size: int, info: DataInfo | None = None, **options: object
+) -> Loader:
     # Mean 0 and std 1: a normalised sample still reads as its index.
-    info = DataInfo("test", SHAPE, 10, (), (0.0,), (1.0,), in_memory=False)
+    info = info or DataInfo("test", SHAPE, 10, (), (0.0,), (1.0,), in_memory=False)
     options = {f"data_{key}" if key != "batch_size" else key: v for key, v in options.items()}
     cfg = replace(MSConfig(), **{"data_num_workers": 2, "batch_size": 8, **options})
     return Loader(Splits(split, split, split, info), cfg, world_size, augment)
@@ -116,9 +118,7 @@ def png_folder(root: Path, mode: str, count: int, fmt: str = "PNG") -> Split:
 def folder_loader(split: Split, world_size: int, **options: object) -> Loader:
     channels = split.shape[0]
     info = DataInfo("imagefolder", split.shape, 3, (), (100.0,) * channels, (50.0,) * channels)
-    options = {f"data_{key}" if key != "batch_size" else key: v for key, v in options.items()}
-    cfg = replace(MSConfig(), **{"data_num_workers": 2, "batch_size": 4, **options})
-    return Loader(Splits(split, split, split, info), cfg, world_size, augment)
+    return loader(split, world_size, info, **options)
 
 
 @pytest.mark.parametrize("mode", ["RGB", "L"])

@@ -111,15 +111,17 @@ class Loader:
             auto_workers(world_size) if cfg.data_num_workers is None else cfg.data_num_workers
         )
         self.prefetcher: Prefetcher | None = None
-        # PNGs read as they are, not augmented: MindSpore's ImageFolderDataset decodes them.
-        self.folder = None if self.crop or self.flip else PngFolder.of(splits.train)
+        # Streamed PNGs read as they are, not augmented: MindSpore's ImageFolderDataset
+        # decodes them (None: the loader processes do).
+        plain = self.streams and not (self.crop or self.flip)
+        self.folder = PngFolder.of(splits.train) if plain else None
         # Normalised once, for the run: the splits held in memory.
         self.memory = {
             name: (self.normalise(split.arrays), split.labels.astype(label_type(split)))
             for name, split in self._named()
             if split.arrays is not None and not (name == "train" and self.streams)
         }
-        if self.streams and self.folder is not None:
+        if self.folder is not None:
             threads = max(1, self.workers)
             log.info(
                 "data: training batches streamed (decoded by MindSpore's ImageFolderDataset, "
@@ -166,7 +168,7 @@ class Loader:
     def train(self, plan: BatchPlan, first_epoch: int) -> tuple[ds.Dataset, int]:
         """The training data from ``first_epoch`` on, as a dataset of whole batches, and
         the steps of its first epoch (what a sink holds)."""
-        if self.streams and self.folder is not None:
+        if self.folder is not None:
             data = self.folder.dataset(plan, first_epoch, self.workers, self._inputs, COLUMNS)
             return data, plan.steps_in(first_epoch)
         if self.streams:

@@ -49,6 +49,7 @@ PACKAGE = "generator"
 # template's scripts/ pass to module_source: the copies there import each other by it.
 SHIPPED = {
     "hostcheck": "hostcheck",
+    "pins": "pins",
     "ranktable": "ranktable.tables",
     "ranktable_model": "ranktable.model",
     "ranktable_node": "ranktable.node",

@@ -20,3 +20,6 @@ fi
 cd demo/mnist-lenet
 PYTHON="$root/.venv/bin/python" bash scripts/run_1p.sh --output "$output"
 echo "done: checkpoints, TensorBoard files and the run record in demo/mnist-lenet/$output"
+# The environment each framework's projects need (README: "Which environment a project needs").
+echo "this .venv trains PyTorch projects; for MindSpore ones (MindSpore and numpy<2):" \
+    "bash tools/bootstrap.sh train,mindspore"

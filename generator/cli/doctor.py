@@ -28,7 +28,7 @@ def doctor(project_dir: Path | None, target: str | None, root: str, as_json: boo
     """Whether this host, its engine and PROJECT_DIR's image (default: here, when it is a
     project) can run the job: one line a check, ✓, ✗ (what was found, what is needed, the
     fix) or – (does not apply). Exits 1 on any ✗."""
-    from generator import doctor as checks
+    from generator.doctor import subject as checks
     from generator.project import RECORD_FILE, read_record
     from generator.shipped.hostcheck import FAIL
 

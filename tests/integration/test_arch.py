@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import doctor, engine
+from generator import engine
+from generator.doctor import project as doctor
+from generator.doctor.subject import subject as doctor_subject
 from generator.options import Options
 from generator.project import read_record
 from generator.shipped.hostcheck import FAIL
@@ -126,7 +128,7 @@ def test_an_ascend_image_is_built_for_aarch64_and_smoke_tested_by_emulation(
         assert len((outputs / "predictions.jsonl").read_text().splitlines()) == 10
 
         # gen doctor on this x86_64 host: the image is not for its CPU.
-        subject = doctor.subject(project, read_record(project), "ascend", "/")
+        subject = doctor_subject(project, read_record(project), "ascend", "/")
         found = doctor.image_cpu(subject)
         assert found.status == FAIL
         assert found.found == f"{tag} is built for aarch64; this host is x86_64"

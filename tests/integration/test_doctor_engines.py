@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import catalog, doctor, engine
+from generator import catalog, engine
+from generator.doctor import host as doctor
 from generator.options import Options
 from generator.project import render
 from generator.shipped.hostcheck import FAIL, OK

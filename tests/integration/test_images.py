@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import doctor, engine
+from generator import engine
+from generator.doctor import project as doctor
+from generator.doctor.subject import subject as doctor_subject
 from generator.options import Options
 from generator.project import read_record
 from generator.shipped.hostcheck import FAIL
@@ -70,7 +72,7 @@ def test_build_then_smoke(
     )
 
     # gen doctor reads the image's recorded base: the stand-in, not the catalogue's.
-    built_on = doctor.image_base(doctor.subject(project, read_record(project), target, "/"))
+    built_on = doctor.image_base(doctor_subject(project, read_record(project), target, "/"))
     assert built_on.status == FAIL and built_on.found == f"{tag} is built on {STANDIN_BASE}"
 
     result = gen("image", "smoke", "--target", target, "--timeout", "600", cwd=project)

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from generator import catalog
-from generator import doctor as checks
+from generator.doctor import host as checks
+from generator.doctor.subject import Subject
 from generator.engine.registry import refusal_reason
 from generator.options import Options
 from generator.project import render
@@ -217,7 +218,7 @@ def test_a_pair_neither_record_lists_fails(monkeypatch: pytest.MonkeyPatch, tmp_
     root = ascend_host(
         tmp_path / "host", "ascend-driver-version.info-25.3.rc1", "npu-smi-info-910b.txt"
     )
-    subject = checks.Subject("ascend", entry, None, None, str(root))
+    subject = Subject("ascend", entry, None, None, str(root))
     line = next(
         r.line() for r in checks.ascend_checks(subject, "910b") if r.name == "Ascend driver"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.doctor import driver_table
+from generator.doctor.host import driver_table
 from generator.shipped import hostcheck
 from generator.shipped.hostcheck import FAIL, NA, OK
 

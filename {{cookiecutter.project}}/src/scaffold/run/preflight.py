@@ -1,10 +1,11 @@
 """The launchers' check before any rank starts: ``python -m src.scaffold.run.preflight
-TRAIN_ARGS...`` makes sure this Python has what train.py imports, parses train.py's options
-and checks the output directory as a run would; one line and exit 2 otherwise, as train.py
-would. More ranks on this node (TRAIN_RANKS) than the GPUs or NPUs it shows is one line
-naming both (before torchrun or msrun starts any); a CPU-only run of more ranks than CPU
-cores is a note, with the global batch. ``--count`` prints the accelerators it shows (for
---nproc auto). Its own imports wait until the check: the Python may lack them too."""
+TRAIN_ARGS...`` makes sure this Python has what train.py imports, in the versions
+requirements.txt pins, parses train.py's options and checks the output directory as a run
+would; one line and exit 2 otherwise, as train.py would. More ranks on this node
+(TRAIN_RANKS) than the GPUs or NPUs it shows is one line naming both (before torchrun or
+msrun starts any); a CPU-only run of more ranks than CPU cores is a note, with the global
+batch. ``--count`` prints the accelerators it shows (for --nproc auto). Its own imports wait
+until the check: the Python may lack them too."""
 
 from __future__ import annotations
 
@@ -84,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         from src.scaffold.run.guards import no_module  # stdlib only, like this check
 
         print(f"error: {no_module(missing, sys.executable)}", file=sys.stderr)
+        return 2
+    from src.scaffold.run.start import pinned_versions  # stdlib only too
+
+    for line in pinned_versions()[:1]:
+        print(f"error: {line}", file=sys.stderr)
         return 2
     from src.scaffold.errors import TrainError
 

@@ -1,0 +1,1 @@
+{{ 'pins' | module_source }}

@@ -24,10 +24,10 @@ def train(argv: list) -> None:
     cfg = parse_config(argv, ProjectConfig)
     # Imported here, inside main(): an error in them, or no framework, is one line.
     from src import data, model, step  # yours
-    from src.scaffold.backend.core import create  # this framework's Backend
+    from src.scaffold.backend import core  # this framework's Backend and checkpoints
 
     task = Task.gather(model, data, step, Monitor(cfg.monitor_metric, cfg.monitor_mode))
-    run(task, cfg, create)
+    run(task, cfg, core)
 
 
 if __name__ == "__main__":

@@ -217,7 +217,9 @@ def test_a_modelarts_job_trains_as_one_node(
     # hyperparameters appended; the workers' names resolve as the job's DNS resolves them.
     workers = [f"{JOB}-worker-{n}.{JOB}" for n in (0, 1)]
     hosts.name((workers[0], workers[1]))
-    appended = ["--device_target=cpu", "--epoch_size=1", "--batch_size=32"]
+    # ModelArts appends its input's local path as --data_url (the launcher names no data).
+    data = f"--data_url={one_per_node / 'data'}"
+    appended = ["--device_target=cpu", "--epoch_size=1", "--batch_size=32", data]
     port = free_port()
     procs = [
         hosts.start(

@@ -82,8 +82,11 @@ def test_run_1p_runs_the_entry_it_is_given(render_project: RenderProject, entry:
     project = render_project(target="ascend")
     dry = run(project / "scripts" / "run_1p.sh", "--dry-run", "--entry", entry, "--", "samples/")
     words = shlex.split(dry.stdout.splitlines()[-1])
-    assert words[1] == entry and words[2:4] == ["--data_url", str(project / "data")]
-    assert words[-1] == "samples/"
+    # No --data: the script's own data_url (auto, or the run's recorded one) decides.
+    assert words[1] == entry and words[2:4] == ["--train_url", str(project / "output")]
+    assert words[-1] == "samples/" and "--data_url" not in words
+    given = run(project / "scripts" / "run_1p.sh", "--dry-run", "--entry", entry, "--data", "d")
+    assert "--data_url" in shlex.split(given.stdout.splitlines()[-1])
 
 
 def test_bad_stop_timeout(render_project: RenderProject) -> None:

@@ -67,3 +67,26 @@ def write_csv(root: Path, label_column: str = "label") -> Path:
             lines.append(",".join([*values, str(int(digits.target[row]))]))
         (root / f"{split}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+# Four of the digits under names of their own: a user's image folder of named classes.
+NAMED = {0: "ant", 1: "bee", 2: "cat", 3: "dog"}
+
+
+def write_named_classes(root: Path, sizes: tuple[int, ...] = (32, 40), per_class: int = 60) -> Path:
+    """root/train/<name>/ and root/test/<name>/ of RGB PNGs, the digits 0-3 named as NAMED,
+    the images alternating between ``sizes`` (a folder that needs data.resize)."""
+    from PIL import Image
+
+    data = {size: _digits_rgb(size) for size in sizes}
+    for split in ("train", "test"):
+        count = per_class if split == "train" else per_class // 3
+        for digit, name in NAMED.items():
+            folder = root / split / name
+            folder.mkdir(parents=True, exist_ok=True)
+            for size, images in data.items():
+                pictures, labels = images[split]
+                chosen = np.flatnonzero(labels == digit)[: count // len(sizes)]
+                for index in chosen:
+                    Image.fromarray(pictures[index]).save(folder / f"{size}_{index:05d}.png")
+    return root

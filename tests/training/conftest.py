@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,3 +99,22 @@ def table_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.training.byo import write_csv
 
     return write_csv(tmp_path_factory.mktemp("table"))
+
+
+@pytest.fixture(scope="session")
+def numpy2_site() -> Path:
+    """A directory holding NumPy 2 (pip install --target), to put before this environment's
+    NumPy 1 on PYTHONPATH: what a MindSpore project meets in PyTorch's environment. Made once
+    a machine, kept in the cache the dependency images use."""
+    cache = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
+    site = cache / "numpy2-site"
+    if not any(site.glob("numpy-2.*.dist-info")):
+        tmp = cache / f".numpy2-site.{os.getpid()}"
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, "--no-deps", "--target", str(tmp), "numpy>=2,<3"], check=True)
+        if site.exists():
+            import shutil
+
+            shutil.rmtree(site)
+        os.replace(tmp, site)
+    return site

@@ -90,7 +90,10 @@ def test_bad_input_is_one_line_and_writes_nothing(pytorch_project: Path, tmp_pat
             f"error: --checkpoint {foreign} is not a PyTorch checkpoint",
         ),
         (("--split", "train"), "error: argument --split: 'train' is not one of test, val"),
-        (("--train_url", str(tmp_path / "empty")), "holds no best checkpoint"),
+        (
+            ("--train_url", str(tmp_path / "empty")),
+            f"error: {tmp_path}/empty does not exist: give the run's --train_url, or --checkpoint",
+        ),
     ]
     for args, expected in cases:
         argv = ["--train_url", str(output), *args]

@@ -149,6 +149,9 @@ def test_run_record_is_complete_and_hashes_match(single_run: Path) -> None:
         keys = {"loss", "accuracy"}
         if line["type"] == "train":
             keys = {"loss", "lr", "samples_per_s", "seconds"}
+        if line["type"] == "test":  # which checkpoint the test scored: the last
+            keys = {"loss", "accuracy", "checkpoint"}
+            assert line["checkpoint"] == f"lenet_epoch{EPOCHS}.pt"
         assert set(line) - {"run", "type", "step", "epoch", "time"} == keys
     assert {line["run"] for line in runs.metrics(single_run)} == {hparams["run_id"]}
     runs.assert_artifacts(single_run, [f"lenet_epoch{n}.pt" for n in range(1, EPOCHS + 1)])

@@ -92,7 +92,9 @@ def test_a_second_run_is_refused_and_resume_auto_continues_the_first(
     runs.assert_one_line_exit_2(again, str(output), run_id, "--resume auto", "--train_url")
     assert snapshot(output) == before, "the refused run wrote into the first run's directory"
 
-    resumed = runs.train(project, output, "--epoch_size", "3", "--resume", "auto")
+    # The run's own options continue with it (keep_checkpoints 1); a flag changes one.
+    more = ("--epoch_size", "3", "--keep_checkpoints", "3")
+    resumed = runs.train(project, output, *more, "--resume", "auto")
     pointer = json.loads((output / "latest.json").read_text())
     assert pointer["latest"] == f"lenet_epoch3{suffix}" and pointer["epoch"] == 3
     # The first run's checkpoints are its own still; the record goes on as one run.

@@ -20,7 +20,7 @@ job_defaults() {
     nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
     node_rank=${NODE_RANK:-0} master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-$1}
     join_timeout=${JOIN_TIMEOUT:-600} dry_run=false train_args=()
-    data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
+    data=${DATA_DIR:-} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
 }
 
 # The value options of job_defaults' variables, which every multi-process launcher takes.
@@ -41,16 +41,17 @@ parse_job() {
     check_job_options
 }
 
-# After the options: paths from the caller's directory, logs under the output by default.
+# After the options: paths from the caller's directory, logs under the output by default;
+# no --data: train.py's own data_url (auto, or a resumed run's recorded one), not ./data.
 absolute_paths() {
     data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+    data_args=() && [[ -z $data ]] || data_args=(--data_url "$data")
 }
 
 # A bad command line: the reason, then the sourcing script's usage; exit 2.
 die_usage() { printf 'error: %s\n\n' "$1" >&2; usage >&2; exit 2; }
 
-# die MESSAGE [LOG]: a good command line that cannot run here (a missing file, a bad rank
-# table) or a job that failed; the last lines of LOG follow; exit 1.
+# die MESSAGE [LOG]: a good command line that cannot run here, or a failed job; LOG's end; exit 1.
 die() {
     printf 'error: %s\n' "$1" >&2
     if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
@@ -61,7 +62,7 @@ die() {
 absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 
 # Before any rank starts or a log is written: train.py's options and the output, checked once.
-preflight() { TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2; }
+preflight() { TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2; }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
 is_count() { [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]; }
@@ -130,8 +131,8 @@ choose_interface() {
 # watch_job LOG COMMAND...: run COMMAND in its own session, its output kept in LOG and
 # its stdout (the ranks' progress) shown too; its stderr (a launcher's tracebacks) stays
 # in LOG. Until joined (a function of the launcher) says the job came together, the node
-# waits at most --join-timeout; a signal, or that timeout, stops the whole session.
-# Sets job_status to COMMAND's exit status (124 when the node gave up waiting).
+# waits at most --join-timeout; a signal, or that timeout, stops the whole session. Sets
+# job_status to COMMAND's exit status (124 when the node gave up waiting).
 watch_job() {
     local log=$1 waited=0 stopping='' children=() targets=()
     shift
@@ -166,8 +167,7 @@ watch_job() {
     if [[ -n $stopping ]]; then job_status=$stopping; fi
 }
 
-# job_failed MESSAGE [LOG]: the end of a watched job that failed; the join timeout and
-# signals have their own message.
+# job_failed MESSAGE [LOG]: a watched job's failure (the join timeout, a signal: their own).
 job_failed() {
     if [[ $job_status -eq 124 ]]; then
         die "node $node_rank: the job did not come together at $master_addr:$master_port within --join-timeout $join_timeout s (is node 0 up, and is $master_addr reachable from here?); nothing was left running"

@@ -11,7 +11,7 @@ With --entry, evaluate, predict or export instead, on the run in --output.
 
 options:
   --entry SCRIPT    train.py (default), eval.py, predict.py or export.py
-  --data DIR        dataset directory (default: $DATA_DIR, else ./data)
+  --data DIR        dataset directory (default: $DATA_DIR, else train.py's data_url)
   --output DIR      checkpoints and logs (default: $OUTPUT_DIR, else ./output)
   --device-id N     device index to train on (default: $DEVICE_ID, else 0)
   --dry-run         print the environment and the command, run nothing
@@ -33,7 +33,7 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 python=${PYTHON:-python3}
-data=${DATA_DIR:-$project_root/data} output=${OUTPUT_DIR:-$project_root/output}
+data=${DATA_DIR:-} output=${OUTPUT_DIR:-$project_root/output}
 device_id=${DEVICE_ID:-0} dry_run=false entry=train.py
 train_args=()
 value_options="--entry --data --output --device-id"
@@ -45,7 +45,11 @@ case $entry in
     *) die_usage "--entry must be train.py, eval.py, predict.py or export.py, not '$entry'" ;;
 esac
 data=$(absolute "$data") output=$(absolute "$output")
-cmd=("$python" "$entry" --data_url "$data" --train_url "$output" ${train_args[@]+"${train_args[@]}"})
+# No --data: train.py's own data_url (auto: the platform's dataset, else ./data; a resumed
+# run's recorded one).
+data_args=()
+if [[ -n $data ]]; then data_args=(--data_url "$data"); fi
+cmd=("$python" "$entry" ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     # Printed as lines a shell can run, every word quoted.

@@ -84,6 +84,34 @@ class Monitor:
         """A sort key under which larger is better."""
         return value if self.mode == "max" else -value
 
+    def check(self) -> None:
+        """One line when the mode goes against a metric whose direction is known (a loss
+        is better smaller, an accuracy larger); another metric's direction is the user's."""
+        known = direction(self.metric)
+        if known is not None and known != self.mode:
+            better = "smaller" if known == "min" else "larger"
+            raise ConfigError(
+                f"monitor.mode {self.mode} with monitor.metric {self.metric}: a {better} "
+                f"{self.metric} is better, so the best checkpoint would be the worst; set "
+                f"monitor.mode: {known} in config.yaml (or --monitor_mode {known})"
+            )
+
+
+# Metrics whose better direction is known, by name (and by the end of a name: val_loss).
+LOWER_BETTER = ("loss", "perplexity", "ppl", "error", "mse", "mae", "rmse", "cer", "wer")
+HIGHER_BETTER = ("accuracy", "acc", "f1", "precision", "recall", "auc", "iou", "miou", "dice")
+
+
+def direction(metric: str) -> str | None:
+    """min or max for a metric whose better way is known by its name; None otherwise."""
+    name = metric.lower()
+    for ending, way in ((LOWER_BETTER, "min"), (HIGHER_BETTER, "max")):
+        if name in ending or any(name.endswith(f"_{word}") for word in ending):
+            return way
+    if name.endswith("loss") or name.endswith("accuracy"):
+        return "min" if name.endswith("loss") else "max"
+    return None
+
 
 @dataclass(frozen=True)
 class Step:

@@ -18,7 +18,7 @@ import numpy as np
 from src.scaffold.data.sharding import rank_batches
 from src.scaffold.data.splits import Splits
 from src.scaffold.run.schedule import Schedule
-from src.scaffold.task import DataShape
+from src.scaffold.task import DataShape, Task
 
 
 class EpochEnd(Protocol):
@@ -97,6 +97,8 @@ class Backend(Protocol):
 
     # The input shape the chosen model declares (@model), for a smoke run without data.
     input_shape: tuple[int, ...]
+    # What src/step.py's metrics returned for the samples setup() tried the model on.
+    sample_metrics: dict[str, Any]
 
     def ahead(self) -> None:
         """What training will need, begun in the background while the data is read (a run
@@ -151,4 +153,15 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Leave the process group, if any."""
+        ...
+
+
+class Framework(Protocol):
+    """A framework's src/scaffold/backend/core.py, as the entry scripts hand it over."""
+
+    CHECKPOINT_SUFFIX: str
+    create: Callable[[Any, Task], Backend]
+
+    def read_meta(self, path: Path, what: str = "--checkpoint") -> dict[str, Any]:
+        """What a checkpoint records besides its weights: epoch, seed, model, data."""
         ...

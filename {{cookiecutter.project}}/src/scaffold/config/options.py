@@ -187,13 +187,17 @@ class Config:
         }
 
     def hparams(self) -> dict[str, Any]:
-        """The options as JSON values, for the run record."""
+        """The options as JSON values, for the run record: as asked (auto stays auto),
+        a local path made absolute, so that the record reads the same from any directory."""
         values = asdict(self)
         del values["ignored_args"], values["given"]
-        return {
-            key: str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
-            for key, v in values.items()
-        }
+        return {key: _json(value) for key, value in values.items()}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value.absolute())
+    return list(value) if isinstance(value, tuple) else value
 
 
 def env_int(name: str) -> int | None:

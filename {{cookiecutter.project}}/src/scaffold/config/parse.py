@@ -95,16 +95,25 @@ def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
         written, key = key, keys[key]
         if value is None:
             continue
-        if isinstance(value, list):
-            value = ",".join(map(str, value))
         try:
-            # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
-            values[key] = options[key].convert(str(value))
+            values[key] = convert(options[key], value, path.parent)
         except argparse.ArgumentTypeError as err:
             raise ConfigError(f"{path}: {written}: {err}") from err
-        if isinstance(values[key], Path) and not values[key].is_absolute():
-            values[key] = path.parent / values[key]
     return values
+
+
+def convert(option: Option, value: Any, base: Path) -> Any:
+    """A value written in a file (config.yaml, a run's hparams.json) as its flag would read
+    it; a relative path is taken from ``base``. None stays None (the option unset)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        value = ",".join(map(str, value))
+    # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
+    converted = option.convert(str(value))
+    if isinstance(converted, Path) and not converted.is_absolute():
+        converted = base / converted
+    return converted
 
 
 def parse_config(argv: Sequence[str] | None = None, config_class: type[Config] = Config) -> Config:

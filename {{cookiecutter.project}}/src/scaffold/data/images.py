@@ -87,7 +87,7 @@ def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
                 modes.add(image.mode)
                 plain_png = plain_png and _plain_png(path, image)
         except (OSError, SyntaxError) as err:
-            raise DatasetError(f"{path} cannot be read as an image: {err}") from err
+            raise DatasetError(f"{path} cannot be read as an image: {_reason(err)}") from err
     if len(sizes) > 1 and resize is None:
         (a, first), (b, other) = list(sizes.items())[:2]
         raise DatasetError(
@@ -123,6 +123,10 @@ class ImageDecoder:
         self.mode, self.size, self.as_is = mode, size, as_is
 
     def __call__(self, path: Path) -> np.ndarray:
+        return self.read(path)[0]
+
+    def read(self, path: Path) -> tuple[np.ndarray, str, tuple[int, int]]:
+        """The pixels, and the file's own mode and size (width, height) before conversion."""
         from PIL import Image
 
         try:
@@ -137,6 +141,7 @@ class ImageDecoder:
             except SyntaxError:  # the plugin's "not a PNG/JPEG file"
                 image = Image.open(data)  # named for another format: let Pillow find it
             with image:
+                mode, size = image.mode, image.size
                 if image.mode != self.mode:
                     image = image.convert(self.mode)
                 if self.size is not None and image.size != self.size:
@@ -144,10 +149,17 @@ class ImageDecoder:
                 pixels = np.asarray(image)
         except (OSError, SyntaxError, ValueError) as err:
             # A truncated or damaged file: its header read, its pixels not.
-            raise DatasetError(f"{path} cannot be read as an image: {err}") from err
+            raise DatasetError(f"{path} cannot be read as an image: {_reason(err)}") from err
         if pixels.ndim == 2:
-            return pixels[None]
-        return np.ascontiguousarray(pixels.transpose(2, 0, 1))
+            return pixels[None], mode, size
+        return np.ascontiguousarray(pixels.transpose(2, 0, 1)), mode, size
+
+
+def _reason(err: BaseException) -> str:
+    """Pillow's reason, without the in-memory object it names for a file it cannot identify."""
+    if type(err).__name__ == "UnidentifiedImageError":
+        return "it is no image format Pillow reads"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _plugin(suffix: str) -> Callable[[io.BytesIO], Any] | None:

@@ -1,6 +1,7 @@
 """Scoring a run's checkpoint again (eval.py): the checkpoint chosen (best, last or a path),
 its recorded model and normalisation, the split read as the run read it, the Task's metrics;
-one line a metric, and an "eval" row in the run's metrics.jsonl.
+a line saying which checkpoint, one line a metric, and an "eval" row in the run's
+metrics.jsonl (eval.jsonl while the run still trains).
 
 The output directory is the run's train_url, local or obs:// (fetched with the storage code
 the run used), so a platform run is scored where it left its outputs.
@@ -11,18 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from src.scaffold.backend.api import BatchPlan
+from src.scaffold.backend.api import BatchPlan, Framework
 from src.scaffold.config import Config
 from src.scaffold.data import finder
-from src.scaffold.infer.recorded import Framework, locate
-from src.scaffold.outputs.record import METRICS
+from src.scaffold.infer.recorded import Located, locate
+from src.scaffold.outputs.record import EVALS, METRICS
 from src.scaffold.outputs.rundir import run_id_of
 from src.scaffold.run.schedule import Schedule
-from src.scaffold.storage import where as storage
 from src.scaffold.task import Task
 
 log = logging.getLogger("eval")
@@ -35,7 +36,8 @@ DESCRIPTION = "Score a run's checkpoint again (train.py's options apply)."
 def options(parser: argparse.ArgumentParser) -> None:
     """eval.py's own arguments, besides train.py's options."""
     parser.add_argument(
-        "--checkpoint", default="best", help="best (default) or last of the run, or a path"
+        "--checkpoint",
+        help="best (default; the newest while the run still trains) or last of the run, or a path",
     )
     parser.add_argument("--split", default="test", type=_split, help="test (default) or val")
 
@@ -47,40 +49,58 @@ def _split(value: str) -> str:
 
 
 def evaluate(
-    task: Task, cfg: Config, framework: Framework, which: str = "best", split: str = "test"
+    task: Task, cfg: Config, framework: Framework, which: str | None = None, split: str = "test"
 ) -> dict[str, float]:
-    """Score checkpoint ``which`` of the run in cfg's train_url on ``split``; print a line
-    a metric and append an "eval" row to the run's record."""
-    where, recorded, cfg = locate(cfg, framework, which)
+    """Score checkpoint ``which`` of the run in cfg's train_url (or the checkpoint a path
+    names) on ``split``; print which, then a line a metric, and append an "eval" row to the
+    run's record (to eval.jsonl while the run still trains)."""
+    found = locate(cfg, framework, which)
+    for line in found.first():
+        print(line, file=sys.stderr, flush=True)
+    cfg = found.cfg
     backend = framework.create(cfg, task)
     try:
         splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
         plan = BatchPlan(len(splits.train), cfg.batch_size, 1, 0, cfg.seed)
         backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, 1))
-        restored = backend.restore(recorded.path, "--checkpoint")
+        restored = backend.restore(found.recorded.path, "--checkpoint")
         scores = backend.evaluate(split)
     finally:
         backend.close()
+    print(found.scored(split), flush=True)
     for name, value in scores.items():
         print(f"{split} {name} {value:.6f}", flush=True)
-    _record(where, recorded.path, split, restored.get("epoch"), scores)
+    _record(found, split, restored.get("epoch"), scores)
+    found.said()
     return scores
 
 
-def _record(
-    where: storage.Storage, path: Path, split: str, epoch: Any, scores: dict[str, float]
-) -> None:
-    """The scores as an "eval" row of the run's metrics.jsonl (and its remote copy)."""
-    output = where.output
-    if not (output / METRICS).is_file() or path.parent.resolve() != output.resolve():
-        return  # a checkpoint from elsewhere: this directory is not its run's
-    with (output / METRICS).open(encoding="utf-8") as lines:
-        rows = [json.loads(line) for line in lines if line.strip()]
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a record file; a line being written by a live run is left out."""
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    return rows
+
+
+def _record(found: Located, split: str, epoch: Any, scores: dict[str, float]) -> None:
+    """The scores as an "eval" row of the run's metrics.jsonl (and its remote copy); while
+    the run still trains, of its eval.jsonl, so that its own record stays its own."""
+    output = found.run_dir
+    if not (output / METRICS).is_file():
+        return  # a checkpoint without its run's record
     # The step the checkpoint was taken at: the last the run logged in its epoch.
+    rows = _rows(output / METRICS)
     step = max((r["step"] for r in rows if r.get("epoch", 0) <= (epoch or 0)), default=0)
     row = {"run": run_id_of(output) or "", "type": "eval", "epoch": epoch or 0, "step": step}
-    row.update({"time": time.time(), "split": split, "checkpoint": path.name, **scores})
-    with (output / METRICS).open("a", encoding="utf-8") as lines:
+    row.update({"time": time.time(), "split": split, "checkpoint": found.recorded.path.name})
+    row.update(scores)
+    target = output / (EVALS if found.running is not None else METRICS)
+    with target.open("a", encoding="utf-8") as lines:
         lines.write(json.dumps(row) + "\n")
-    if where.remote is not None:
-        where.remote.put(output, [METRICS])
+    if found.remote is not None:
+        found.remote.put(output, [target.name])

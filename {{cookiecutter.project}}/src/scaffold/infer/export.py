@@ -13,17 +13,19 @@ import argparse
 import json
 import logging
 import platform
+import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from src.scaffold.backend.api import Backend
+from src.scaffold.backend.api import Backend, Framework
 from src.scaffold.config import Config
 from src.scaffold.data import finder
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.errors import ConfigError, TrainError
-from src.scaffold.infer.recorded import Framework, Recorded, locate
+from src.scaffold.infer.recorded import Recorded, locate
+from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.task import Task
 
 log = logging.getLogger("export")
@@ -66,7 +68,8 @@ def options(parser: argparse.ArgumentParser) -> None:
     """export.py's own arguments, besides train.py's options."""
     parser.add_argument("--format", required=True, help="the model file's format")
     parser.add_argument(
-        "--checkpoint", default="best", help="best (default) or last of the run, or a path"
+        "--checkpoint",
+        help="best (default; the newest while the run still trains) or last of the run, or a path",
     )
     parser.add_argument(
         "--output", type=Path, help="the model file (default: export/<checkpoint><suffix>)"
@@ -98,7 +101,10 @@ def export(
         raise ConfigError(f"--batch {args.batch}: give 1 or more")
     if fmt.lower() == "onnx":
         _require_onnxruntime(fmt)
-    _, recorded, cfg = locate(cfg, framework, args.checkpoint)
+    found = locate(cfg, framework, args.checkpoint)
+    for line in found.first():
+        print(line, file=sys.stderr, flush=True)
+    recorded, cfg = found.recorded, found.cfg
     path = args.output or Path("export") / f"{recorded.path.stem}{exporter.FORMATS[fmt]}"
     if path.suffix.lower() != exporter.FORMATS[fmt]:
         raise ConfigError(f"--output {path}: a {fmt} file ends in {exporter.FORMATS[fmt]}")
@@ -118,6 +124,7 @@ def export(
         except BaseException:
             path.unlink(missing_ok=True)
             raise
+        usual_mode(path)
     finally:
         backend.close()
     sidecar = sidecar_of(path)
@@ -131,6 +138,7 @@ def export(
         else parity["why"]
     )
     print(f"wrote {path} and {sidecar.name}: {how}", flush=True)
+    found.said()
     return path
 
 

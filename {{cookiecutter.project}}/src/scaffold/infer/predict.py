@@ -15,10 +15,11 @@ from typing import Any, Iterator, TextIO
 
 import numpy as np
 
+from src.scaffold.backend.api import Framework
 from src.scaffold.config import Config
-from src.scaffold.errors import ConfigError
+from src.scaffold.errors import ConfigError, DatasetError
 from src.scaffold.infer.inputs import gather
-from src.scaffold.infer.recorded import Framework, Recorded, locate
+from src.scaffold.infer.recorded import Recorded, locate
 from src.scaffold.task import Task
 
 DESCRIPTION = "Label images or table rows with a run's checkpoint (train.py's options apply)."
@@ -32,12 +33,16 @@ def options(parser: argparse.ArgumentParser) -> None:
         "inputs", nargs="*", metavar="INPUT", help="image files or folders of them, or CSV files"
     )
     parser.add_argument(
-        "--checkpoint", default="best", help="best (default) or last of the run, or a path"
+        "--checkpoint",
+        help="best (default; the newest while the run still trains) or last of the run, or a path",
     )
     parser.add_argument(
         "--output", type=Path, help="write the rows to FILE.jsonl or FILE.csv, not to stdout"
     )
     parser.add_argument("--top_k", type=int, default=5, help="classes listed a row (default 5)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="a line for each file skipped, not a count"
+    )
 
 
 def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namespace) -> int:
@@ -48,7 +53,10 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
         raise ConfigError(f"--output {output}: write .jsonl or .csv")
     if args.top_k < 1:
         raise ConfigError(f"--top_k {args.top_k}: give 1 or more")
-    _, recorded, cfg = locate(cfg, framework, args.checkpoint)
+    found = locate(cfg, framework, args.checkpoint)
+    for line in found.first():
+        print(line, file=sys.stderr, flush=True)
+    recorded, cfg = found.recorded, found.cfg
     if recorded.num_classes < 1:
         raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
     inputs = gather(args.inputs, recorded)
@@ -59,9 +67,17 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
             for names, batch in inputs.batches(cfg.batch_size):
                 for row in rows(recorded, names, backend.infer(batch), args.top_k):
                     sink.write(row)
+            if sink.count == 0:
+                raise DatasetError(
+                    f"none of the {len(inputs)} input(s) could be read: "
+                    + "; ".join(why for _, why in inputs.unreadable[:2])
+                )
     finally:
         backend.close()
-    return len(inputs)
+    for line in inputs.report(args.verbose):
+        print(line, file=sys.stderr, flush=True)
+    found.said()
+    return sink.count
 
 
 def rows(

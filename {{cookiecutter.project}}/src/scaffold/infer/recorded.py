@@ -1,34 +1,29 @@
 """A run's checkpoint, chosen (best by the monitored metric, last, or a path) and brought
-from where the run left it (local, or obs://), with what it records of its model and data:
-enough to evaluate, predict and export without the run's options."""
+from where the run left it (local, or obs://), with what it and the run's record say of its
+model and data (src/scaffold/outputs/truth.py): enough to evaluate, predict and export with
+no option repeated. A run still training is known (src/scaffold/outputs/live.py): its newest
+finished checkpoint is the one taken, and the commands say so first."""
 
 from __future__ import annotations
 
-import json
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any
 
-from src.scaffold.backend.api import Backend
+from src.scaffold.backend.api import Framework
 from src.scaffold.config import Config
 from src.scaffold.errors import CheckpointError
+from src.scaffold.outputs import live, truth
 from src.scaffold.outputs.checkpoints import POINTER, read_pointer
 from src.scaffold.outputs.record import HPARAMS, METRICS
-from src.scaffold.storage import obs
 from src.scaffold.storage import where as storage
-from src.scaffold.task import DataShape, Task
+from src.scaffold.storage.uploads import Remote
+from src.scaffold.task import DataShape
 
 CHOICES = ("best", "last")
-
-
-class Framework(Protocol):
-    """What eval.py, predict.py and export.py take of a framework: its module
-    src/scaffold/backend/core.py."""
-
-    CHECKPOINT_SUFFIX: str
-    create: Callable[[Any, Task], Backend]
-
-    def read_meta(self, path: Path, what: str = "--checkpoint") -> dict[str, Any]: ...
+# The files of a directory a line lists, at most.
+LISTED = 4
 
 
 @dataclass(frozen=True)
@@ -90,71 +85,113 @@ class Recorded:
             return self.classes
         return tuple(str(index) for index in range(self.num_classes))
 
-    def config(self, cfg: Config) -> Config:
-        """The options as the checkpoint records them: its model and normalisation win."""
-        recorded: dict[str, Any] = {"model": self.model_name}
-        if self.mean and self.std:
-            recorded["data_mean"], recorded["data_std"] = self.mean, self.std
-        return replace(cfg, **recorded)
+
+@dataclass(frozen=True)
+class Located:
+    """A run's checkpoint found: the options as the run recorded them (flags win), what the
+    checkpoint records, the data on this node, the run's directory and remote, and the run
+    itself while it still trains."""
+
+    cfg: Config
+    recorded: Recorded
+    where: storage.Storage
+    run_dir: Path
+    remote: Remote | None
+    running: live.Running | None
+    # best, last (the newest of a finished run), newest (of a run still training), or a path.
+    chosen: str
+    notes: tuple[str, ...] = ()
+
+    def first(self) -> list[str]:
+        """What a command says before its work: that the run is still training."""
+        if self.running is None:
+            return []
+        return [
+            f"note: {self.running.describe()}: taking its newest finished checkpoint, "
+            f"{self.recorded.path.name}"
+        ]
+
+    def said(self, stream: Any = None) -> None:
+        """The notes of a command that did its work: the flags that differ from the run,
+        the options config.yaml gives otherwise (a failed command says its one line only)."""
+        for line in self.notes:
+            print(line, file=stream or sys.stderr, flush=True)
+
+    def scored(self, split: str) -> str:
+        """The line saying which checkpoint is scored: eval.py's first."""
+        kind = self.chosen if self.chosen in (*CHOICES, "newest") else "given"
+        epoch = f", epoch {self.recorded.epoch}" if self.recorded.epoch is not None else ""
+        return (
+            f"scoring the {kind} checkpoint {self.recorded.path.name}{epoch} on the {split} split"
+        )
 
 
-def choose(output: Path, which: str, suffix: str) -> Path:
-    """The checkpoint ``which`` names: best or last of the run in ``output`` (its
-    latest.json), or a path; one line when there is none."""
-    if which not in CHOICES:
+def _listing(output: Path) -> str:
+    names = sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
+    if not names:
+        return "is empty"
+    more = ", ..." if len(names) > LISTED else ""
+    return f"holds no checkpoint yet ({', '.join(names[:LISTED])}{more})"
+
+
+def choose(output: Path, which: str, suffix: str, running: live.Running | None = None) -> Path:
+    """The checkpoint ``which`` (best, last) of the run in ``output`` by its latest.json; one
+    line saying what the directory holds when there is none."""
+    pointer = read_pointer(output)
+    name = pointer.get("best" if which == "best" else "latest")
+    if isinstance(name, str) and (output / name).is_file():
+        if not name.endswith(suffix):
+            raise CheckpointError(
+                f"{output / name} is not a checkpoint of this framework ({suffix})"
+            )
+        return output / name
+    if not output.is_dir():
+        found = "does not exist"
+    elif isinstance(name, str):
+        found = f"has a {POINTER} naming {name}, which is not there"
+    else:
+        found = _listing(output)
+    if running is not None:
+        raise CheckpointError(
+            f"{output} {found}: {running.describe()} and has not finished its first epoch; "
+            "try again after it"
+        )
+    raise CheckpointError(f"{output} {found}: give the run's --train_url, or --checkpoint PATH")
+
+
+def _fetch(output: Path, remote: Remote, which: str | None) -> None:
+    """A platform run's pointer, record and chosen checkpoint, brought from its outputs."""
+    output.mkdir(parents=True, exist_ok=True)
+    if remote.get([POINTER], output):
+        pointer = read_pointer(output)
+        name = pointer.get("latest" if which == "last" else "best")
+        remote.get([n for n in (name,) if isinstance(n, str)], output)
+    remote.get([METRICS, HPARAMS], output)
+
+
+def locate(cfg: Config, framework: Framework, which: str | None) -> Located:
+    """The checkpoint ``which`` names (best or last of the run in cfg's train_url, fetched
+    from obs:// for a platform run; None: the best, or the newest of a run still training;
+    or a path, whose directory is its run's), what it records, the options as the run's
+    record gives them (flags win), and the data those options name, on this node."""
+    suffix = framework.CHECKPOINT_SUFFIX
+    remote: Remote | None = None
+    if which is not None and which not in CHOICES:
         path = Path(which)
         if not path.is_file():
             raise CheckpointError(f"--checkpoint {path}: no such file")
-        return path
-    pointer = read_pointer(output)
-    name = pointer.get("best" if which == "best" else "latest")
-    if not isinstance(name, str) or not (output / name).is_file():
-        raise CheckpointError(
-            f"{output} holds no {which} checkpoint ({POINTER} names none there): give the run's "
-            "--train_url, or --checkpoint PATH"
-        )
-    if not name.endswith(suffix):
-        raise CheckpointError(f"{output / name} is not a checkpoint of this framework ({suffix})")
-    return output / name
-
-
-def _fetch(where: storage.Storage, which: str) -> None:
-    """A platform run's pointer and chosen checkpoint, brought from its remote outputs."""
-    remote = where.remote
-    if remote is None:
-        return
-    where.output.mkdir(parents=True, exist_ok=True)
-    if remote.get([POINTER], where.output) and which in CHOICES:
-        pointer = read_pointer(where.output)
-        name = pointer.get("best" if which == "best" else "latest")
-        remote.get([name, METRICS, "hparams.json"] if name else [METRICS], where.output)
-
-
-def run_data(cfg: Config) -> Config:
-    """The data the run in cfg's train_url read (its hparams.json), unless --data_url,
-    --train_dir or --test_dir says otherwise: a run on other data is scored on that."""
-    if {"data_url", "train_dir", "test_dir"} & set(cfg.given) or obs.is_url(cfg.train_url):
-        return cfg
-    try:
-        hparams = json.loads((Path(cfg.train_url) / HPARAMS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return cfg
-    data = hparams.get("data_url") if isinstance(hparams, dict) else None
-    if not isinstance(data, str) or not (obs.is_url(data) or Path(data).exists()):
-        return cfg
-    dirs = {key: hparams.get(key) for key in ("train_dir", "test_dir")}
-    found = {key: Path(value) for key, value in dirs.items() if value and Path(value).exists()}
-    return replace(cfg, data_url=data, **found)
-
-
-def locate(
-    cfg: Config, framework: Framework, which: str
-) -> tuple[storage.Storage, Recorded, Config]:
-    """Where the run's outputs are (fetched from obs:// for a platform run), the checkpoint
-    ``which`` with what it records, and the options as it records them; the data the run
-    read, unless the options name other data."""
-    where = storage.prepare(run_data(cfg))
-    _fetch(where, which)
-    path = choose(where.output, which, framework.CHECKPOINT_SUFFIX)
-    recorded = Recorded.of(path, framework.read_meta(path, "--checkpoint"))
-    return where, recorded, recorded.config(replace(cfg, data_url=where.data))
+        run_dir, chosen = path.parent, str(path)
+        running = live.running(run_dir)
+    else:
+        run_dir, remote = storage.outputs(cfg)
+        if remote is not None:
+            _fetch(run_dir, remote, which)
+        running = live.running(run_dir)
+        chosen = which or ("newest" if running is not None else "best")
+        path = choose(run_dir, "last" if chosen == "newest" else chosen, suffix, running)
+    meta = framework.read_meta(path, "--checkpoint")
+    recorded = Recorded.of(path, meta)
+    adopted = truth.adopt(cfg, truth.recorded(run_dir), meta, truth.INPUTS, f"--checkpoint {path}")
+    where = storage.prepare(adopted.cfg)
+    cfg = replace(adopted.cfg, data_url=where.data)
+    return Located(cfg, recorded, where, run_dir, remote, running, chosen, tuple(adopted.lines()))

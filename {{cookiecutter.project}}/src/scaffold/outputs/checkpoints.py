@@ -23,6 +23,26 @@ POINTER = "latest.json"
 MARK = "_epoch"
 
 
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # where /proc does not say: read it by setting it back
+    os.umask(mask)
+    return mask
+
+
+def usual_mode(path: Path) -> None:
+    """Give a file the mode any new file of this user gets (0666 less the umask): MindSpore's
+    save_checkpoint and export leave theirs read-only (0400), which a user's own tools,
+    another account on a shared disk and the next attempt's cleanup then trip over."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
 def name(epoch: int, suffix: str, model: str) -> str:
     """The file name of the checkpoint of ``model`` taken after ``epoch``: mynet_epoch7.pt."""
     return f"{model}{MARK}{epoch}{suffix}"

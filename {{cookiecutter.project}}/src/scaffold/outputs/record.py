@@ -27,6 +27,8 @@ from src.scaffold.outputs.tensorboard import EventWriter, truncate
 HPARAMS = "hparams.json"
 METRICS = "metrics.jsonl"
 ARTIFACTS = "artifacts.json"
+# eval.py's rows for a run that is still training: its metrics.jsonl stays the run's own.
+EVALS = "eval.jsonl"
 TYPES = ("step", "train", "val", "test")
 # eval.py adds "eval" rows: a checkpoint scored again (split, checkpoint, the metrics).
 # TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
@@ -135,13 +137,16 @@ class RunRecord:
         if self.tracker is not None:
             self.tracker.params(values)
 
-    def log(self, type: str, metrics: Mapping[str, float], step: int, epoch: int) -> None:
-        """Append one line of metrics at a global step and epoch."""
+    def log(
+        self, type: str, metrics: Mapping[str, float], step: int, epoch: int, **about: str
+    ) -> None:
+        """Append one line of metrics at a global step and epoch; ``about`` (the checkpoint
+        a test scored) goes into the line only, not to TensorBoard or MLflow."""
         if not self.enabled:
             return
         if type not in TYPES:
             raise ValueError(f"metrics type {type!r} is not one of {', '.join(TYPES)}")
-        line = {"run": self.run_id, "type": type, "epoch": epoch, "step": step}
+        line = {"run": self.run_id, "type": type, "epoch": epoch, "step": step, **about}
         line.update({"time": time.time(), **metrics})
         if self._lines is None:
             # Kept open, a line at a time: a killed job leaves whole lines only.

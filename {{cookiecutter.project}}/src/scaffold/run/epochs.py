@@ -123,10 +123,12 @@ class EpochEnd:
             self.record.remove_artifact(Path(dropped))
 
     def test(self, epoch: int) -> dict[str, float]:
-        """Score the test set once, at the end of training (rank 0)."""
+        """Score the test set once, at the end of training (rank 0): the weights of the last
+        epoch, its checkpoint's (eval.py --checkpoint last gives the same numbers)."""
         test = self.backend.evaluate("test")
-        self.record.log("test", test, self.plan.steps_done(epoch), epoch)
-        log.info("test %s", _scores(test))
+        last = name(epoch, self.backend.suffix, self.retention.model)
+        self.record.log("test", test, self.plan.steps_done(epoch), epoch, checkpoint=last)
+        log.info("test (the last checkpoint, %s) %s", last, _scores(test))
         return test
 
 

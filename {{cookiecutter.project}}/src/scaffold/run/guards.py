@@ -95,13 +95,32 @@ def try_batch(model: str, forward: Callable[[], Any], shape: tuple[int, ...]) ->
     except TrainError:
         raise
     except Exception as err:
-        place = your_frame(err.__traceback__)
-        where = f" at {place}" if place else ""
-        first = next((line for line in str(err).splitlines() if line.strip()), "")
+        raise _failed(f"model {model} fails on a batch of shape {shape}", err) from err
+
+
+def _failed(what: str, err: Exception) -> ModelOutputError:
+    """``what``, where it happened in your files, and the error's first line."""
+    place = your_frame(err.__traceback__)
+    where = f" at {place}" if place else ""
+    first = next((line for line in str(err).splitlines() if line.strip()), "")
+    return ModelOutputError(f"{what}{where}: {type(err).__name__}: {' '.join(first.split())}")
+
+
+def try_metrics(metrics: Callable[[], Any]) -> dict[str, Any]:
+    """src/step.py's ``metrics()`` on the batch the model was tried on: what it returns must
+    be a mapping of names; an error in it is one line with its place."""
+    try:
+        scores = metrics()
+    except TrainError:
+        raise
+    except Exception as err:
+        raise _failed("src/step.py's metrics fails on the model's outputs", err) from err
+    if not isinstance(scores, dict) or not scores:
         raise ModelOutputError(
-            f"model {model} fails on a batch of shape {shape}{where}: "
-            f"{type(err).__name__}: {' '.join(first.split())}"
-        ) from err
+            f"src/step.py's metrics returns {type(scores).__name__}: it must return a dict of "
+            "per-batch sums by name ({'loss': ..., 'accuracy': ...})"
+        )
+    return scores
 
 
 def check_loss(value: float, epoch: int, step: int, lr: float) -> None:

@@ -17,16 +17,16 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from src.scaffold.backend import devices
-from src.scaffold.backend.api import Backend, BatchPlan
+from src.scaffold.backend.api import Backend, BatchPlan, Framework
 from src.scaffold.config import Config
 from src.scaffold.data import finder, sharding
 from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError, TrainError
-from src.scaffold.outputs import checkpoints, pretrained, rundir
-from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS, RunRecord
+from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
+from src.scaffold.outputs.record import HPARAMS, RunRecord
 from src.scaffold.run import ending, guards
 from src.scaffold.run.epochs import EpochEnd
 from src.scaffold.run.hostline import host_line
@@ -34,9 +34,8 @@ from src.scaffold.run.progress import Progress
 from src.scaffold.run.schedule import Schedule
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage import where as storage
-from src.scaffold.storage.once import Once
 from src.scaffold.storage.uploads import Uploader
-from src.scaffold.task import Task
+from src.scaffold.task import Monitor, Task
 
 log = logging.getLogger("train")
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
@@ -69,30 +68,14 @@ def stopping() -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _auto_resume(cfg: Config, where: storage.Storage, backend: Backend) -> Path | None:
-    """The newest checkpoint in the output directory; fetched from the platform first when
-    the directory is empty and the outputs live remotely (a restarted job)."""
-    output = Path(cfg.train_url)
-    remote = where.remote
-    if checkpoints.find_latest(output, backend.suffix) is None and remote is not None:
-
-        def fetch() -> None:
-            output.mkdir(parents=True, exist_ok=True)
-            if remote.get([checkpoints.POINTER], output):
-                latest = checkpoints.read_pointer(output).get("latest")
-                remote.get([n for n in (latest, HPARAMS, METRICS, ARTIFACTS) if n], output)
-
-        Once(output, "resume-fetch", remote.where).run(fetch, "fetch the last checkpoint", 1800)
-    return checkpoints.find_latest(output, backend.suffix)
-
-
 def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool]:
     """(first epoch, data-order seed, resumed): from a checkpoint, else epoch 1 with
     pretrained weights if any. Resumed also when --resume auto finds the record of a run
     that ended before its first checkpoint: that run starts again."""
     path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
     if cfg.resume == "auto":
-        path = _auto_resume(cfg, where, backend)
+        # Fetched from the platform already, where the outputs live there (truth.continuing).
+        path = checkpoints.find_latest(Path(cfg.train_url), backend.suffix)
         if path is None:
             log.info("--resume auto: no checkpoint in %s yet, starting at epoch 1", cfg.train_url)
     if path is not None:
@@ -122,11 +105,17 @@ def _check_fresh(cfg: Config, where: storage.Storage) -> None:
         raise rundir.refusal(f"{remote.where} holds another run's outputs")
 
 
-def _record(cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool) -> RunRecord:
-    """The run record of rank 0: the run's id kept when it continues; TensorBoard files
-    unless turned off; MLflow when the user has a server (MLFLOW_TRACKING_URI)."""
+def _run_id(cfg: Config) -> str:
+    """The run's id: the one its record gives when it continues (--resume), else a new one."""
+    return (cfg.resume is not None and rundir.run_id_of(Path(cfg.train_url))) or rundir.new_run_id()
+
+
+def _record(
+    cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool, run_id: str
+) -> RunRecord:
+    """The run record of rank 0: TensorBoard files unless turned off; MLflow when the user
+    has a server (MLFLOW_TRACKING_URI)."""
     output = Path(cfg.train_url)
-    run_id = (resumed and rundir.run_id_of(output)) or rundir.new_run_id()
     board = None
     if cfg.tensorboard:
         board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
@@ -140,8 +129,15 @@ def _record(cfg: Config, where: storage.Storage, rank: int, first: int, resumed:
 
 
 def _train(
-    cfg: Config, task: Task, where: storage.Storage, backend: Backend, uploader: Uploader | None
+    cfg: Config,
+    task: Task,
+    where: storage.Storage,
+    backend: Backend,
+    uploader: Uploader | None,
+    asked: dict[str, Any],
 ) -> None:
+    """Train as cfg (resolved to this node's places) says; ``asked``: the options as they
+    were given, for the record."""
     splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
@@ -152,14 +148,17 @@ def _train(
     last = plan.last_epoch(cfg.epoch_size)
     total = plan.steps_done(last)
     backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, total))
+    # The monitored metric among those src/step.py returned on the batch the model was
+    # tried on: said before the first step, and before anything is written.
+    task.check_metrics(backend.sample_metrics)
     first, seed, resumed = _start(cfg, where, backend)
     plan = replace(plan, seed=seed)
     output = Path(cfg.train_url)
     if uploader is not None and resumed:
         uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
-    record = _record(cfg, where, backend.rank, first, resumed)
+    record = _record(cfg, where, backend.rank, first, resumed, asked["run_id"])
     try:
-        _epochs(cfg, task, backend, splits, plan, record, uploader, (first, last, total))
+        _epochs(cfg, task, backend, splits, plan, record, uploader, (first, last, total), asked)
     except BaseException:
         record.finish(failed=True)
         raise
@@ -178,14 +177,18 @@ def _epochs(
     record: RunRecord,
     uploader: Uploader | None,
     span: tuple[int, int, int],
+    asked: dict[str, Any],
 ) -> None:
     """Log what the run is, train epochs first..last (of ``total`` steps), test."""
     first, last, total = span
     launch = {"seed": plan.seed, "world_size": backend.world_size, "device": backend.device}
     launch["global_batch_size"] = cfg.batch_size * backend.world_size
+    # Where the data and outputs were on this node (the options keep what was asked: auto).
+    launch.update(data_url=str(cfg.data_url), train_url=str(cfg.train_url))
     sizes = {f"{name}_samples": len(getattr(splits, name)) for name in ("train", "val", "test")}
     resolved = {**launch, **splits.info.record(), **sizes, **backend.describe()}
-    record.log_hparams({**cfg.hparams(), "resolved": resolved})
+    options = {key: value for key, value in asked.items() if key != "run_id"}
+    record.log_hparams({**options, "resolved": resolved})
     keep = cfg.keep_checkpoints
     retention = checkpoints.Retention.resume(
         Path(cfg.train_url), backend.suffix, keep, task.model(cfg.model).name, task.monitor
@@ -238,43 +241,62 @@ def _upload_on_the_way_out(uploader: Uploader | None) -> None:
             log.error("could not upload the outputs: %s", err)
 
 
-def run(task: Task, cfg: Config, create: Callable[[Config, Task], Backend]) -> None:
-    """Train ``task`` as cfg says with the Backend ``create`` makes; raises TrainError
-    subclasses for what the user must fix."""
+def _announce(cfg: Config, backend: Backend, adopted: truth.Adopted) -> None:
+    """The first lines of a rank's log: where it stands (the first line to read when ranks
+    disagree), the run's own options where a resumed run took them, the devices, the host."""
+    _configure_logging(backend.rank)
+    print(backend.placement, flush=True)
+    adopted.log(log)
+    if backend.unseen:
+        log.warning("%s", backend.unseen)
+    idle = devices.idle(backend.device, backend.world_size)
+    if idle:
+        log.warning("%s", idle)
+    checked = host_line(cfg.strict)  # in the project's images only
+    if checked:
+        (log.warning if checked[1] else log.info)("%s", checked[0])
+    if cfg.ignored_args:
+        log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
+
+
+def run(task: Task, cfg: Config, framework: Framework) -> None:
+    """Train ``task`` as cfg says with the Backend the framework's core module creates;
+    raises TrainError subclasses for what the user must fix."""
     TIMELINE.mark("interpreter and imports")
-    backend = create(cfg, task)
+    # A resumed run continues with its own options and model (its record), not config.yaml's.
+    adopted = truth.continuing(cfg, framework)
+    cfg = adopted.cfg
+    task = replace(task, monitor=Monitor(cfg.monitor_metric, cfg.monitor_mode))
+    task.monitor.check()
+    backend = framework.create(cfg, task)
     TIMELINE.mark("device")
     try:
         if backend.scheduler_only:
             return
         backend.ahead()
-        _configure_logging(backend.rank)
-        # Every rank's own log says where it stands: the first line to read when ranks disagree.
-        print(backend.placement, flush=True)
-        if backend.unseen:
-            log.warning("%s", backend.unseen)
-        idle = devices.idle(backend.device, backend.world_size)
-        if idle:
-            log.warning("%s", idle)
-        checked = host_line(cfg.strict)  # in the project's images only
-        if checked:
-            (log.warning if checked[1] else log.info)("%s", checked[0])
-        if cfg.ignored_args:
-            log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
+        _announce(cfg, backend, adopted)
         with stopping():
+            asked = cfg.hparams()
             where = storage.prepare(cfg)
             cfg = replace(cfg, data_url=where.data, train_url=where.output)
+            marker = None
             if backend.rank == 0:
                 # Before anything is written: a new run never mixes with another's outputs.
                 _check_fresh(cfg, where)
+            asked["run_id"] = _run_id(cfg)
+            if backend.rank == 0:
+                marker = live.Marker(where.output, asked["run_id"])
             uploader = (
                 Uploader(where.output, where.remote, where.uploads) if backend.rank == 0 else None
             )
             try:
-                _train(cfg, task, where, backend, uploader)
+                _train(cfg, task, where, backend, uploader, asked)
             except BaseException:
                 _upload_on_the_way_out(uploader)
                 raise
+            finally:
+                if marker is not None:
+                    marker.remove()
             try:
                 if uploader is not None:
                     uploader.sync(final=True)

@@ -107,8 +107,20 @@ def prepare(cfg: Config) -> Storage:
     return replace(where, uploads=uploads)
 
 
+def outputs(cfg: Config) -> tuple[Path, Remote | None]:
+    """Where a run's outputs are on this node, and the remote they go to: what prepare()
+    decides for them, without fetching any data (a resumed run reads its record first)."""
+    if c2net.active():
+        return _c2net_output(cfg, c2net.C2netEnv.read())
+    output = resolve(cfg).train_url
+    if obs.is_url(output):
+        obs.require_moxing(f"train_url {output}")
+        return cache_root() / "output", ObsRemote(str(output))
+    return Path(output), None
+
+
 def _flags(cfg: Config, downloads: Retry) -> Storage:
-    data, output, remote = cfg.data_url, cfg.train_url, None
+    data = cfg.data_url
     if obs.is_url(data):
         url = str(data)
         obs.require_moxing(f"data_url {url}")
@@ -118,11 +130,29 @@ def _flags(cfg: Config, downloads: Retry) -> Storage:
             f"copy {url} to {data}",
             stage_timeout(),
         )
+    output, remote = outputs(cfg)
+    return Storage(Path(data), output, cfg.pretrained, None, remote)
+
+
+def _c2net_output(cfg: Config, env: c2net.C2netEnv) -> tuple[Path, Remote | None]:
+    output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output
+    if output == AUTO:
+        output = resolve(replace(cfg, train_url=output)).train_url
     if obs.is_url(output):
-        obs.require_moxing(f"train_url {output}")
-        remote = ObsRemote(str(output))
-        output = cache_root() / "output"
-    return Storage(Path(data), Path(output), cfg.pretrained, None, remote)
+        raise ConfigError(_C2NET_LOCAL)
+    remote: Remote | None = None
+    if output == env.output:
+        if c2net.package() is not None:
+            remote = C2netRemote(env.output_url)
+        elif env.method == "MOXING" and env.output_url:
+            remote = ObsRemote(env.output_url)
+    return Path(output), remote
+
+
+_C2NET_LOCAL = (
+    "in a C2Net job give --data_url and --train_url as local paths (or leave them out "
+    "and the job's LOCAL_DATASET_PATH and LOCAL_OUTPUT_PATH are used)"
+)
 
 
 def _c2net(cfg: Config, downloads: Retry) -> Storage:
@@ -136,22 +166,10 @@ def _c2net(cfg: Config, downloads: Retry) -> Storage:
         stage_timeout(),
     )
     data = cfg.data_url if "data_url" in cfg.given or env.dataset is None else env.dataset
-    output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output
-    if AUTO in (data, output):
-        # A C2Net job without the variables for one of them: as anywhere else.
-        fallback = resolve(replace(cfg, data_url=data, train_url=output))
-        data, output = fallback.data_url, fallback.train_url
-    if obs.is_url(data) or obs.is_url(output):
-        raise ConfigError(
-            "in a C2Net job give --data_url and --train_url as local paths (or leave them out "
-            "and the job's LOCAL_DATASET_PATH and LOCAL_OUTPUT_PATH are used)"
-        )
-    remote: Remote | None = None
-    if output == env.output:
-        if c2net.package() is not None:
-            remote = C2netRemote(env.output_url)
-        elif env.method == "MOXING" and env.output_url:
-            remote = ObsRemote(env.output_url)
-    return Storage(
-        Path(data), Path(output), cfg.pretrained or env.pretrained, env.tensorboard, remote
-    )
+    if data == AUTO:
+        # A C2Net job without the variable: as anywhere else.
+        data = resolve(replace(cfg, data_url=data)).data_url
+    if obs.is_url(data):
+        raise ConfigError(_C2NET_LOCAL)
+    output, remote = _c2net_output(cfg, env)
+    return Storage(Path(data), output, cfg.pretrained or env.pretrained, env.tensorboard, remote)

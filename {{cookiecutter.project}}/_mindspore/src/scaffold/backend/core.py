@@ -26,7 +26,8 @@ from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.splits import CHECKPOINT_META, Splits
 from src.scaffold.errors import CheckpointError
-from src.scaffold.outputs import pretrained
+from src.scaffold.outputs import pretrained, truth
+from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.run import guards
 from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
@@ -127,6 +128,11 @@ class MindSporeBackend:
         self.net.set_train(training)
         info = splits.info
         guards.check_outputs(name, outputs, count, info.num_classes, split.numeric)
+        labels = np.asarray(split.labels[:count])
+        # src/step.py's metrics on the same batch: the names the run will record, known now.
+        self.sample_metrics = guards.try_metrics(
+            lambda: self.step.metrics(outputs.asnumpy(), labels)
+        )
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         try:
@@ -180,9 +186,21 @@ class MindSporeBackend:
         append = {k: v if k in META else json.dumps(v) for k, v in meta.items()}
         ms.save_checkpoint(entries, str(tmp), append_dict=append)
         os.replace(tmp, path)
+        usual_mode(path)
+
+    def _fits(self, what: str, path: Path, params: dict[str, Any]) -> None:
+        """One short line when the checkpoint's weights were made for another model than
+        the one src/model.py builds now: a parameter it lacks or holds in another shape
+        (its optimizer state is not compared: its names are the optimizer's)."""
+        own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
+        theirs = {k: tuple(params[k].shape) for k in own if hasattr(params.get(k), "shape")}
+        mismatch = truth.model_mismatch(f"{what} {path}", self.spec.name, own, theirs)
+        if mismatch is not None:
+            raise mismatch
 
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
         params = load_params(path, what)
+        self._fits(what, path, params)
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
             for key in (*DATA_META, LR):  # what describes the data; older ones carry LR
@@ -212,13 +230,7 @@ class MindSporeBackend:
         for key in (*META, *DATA_META, LR):
             params.pop(key, None)
         # Shapes compared first: MindSpore logs its own CRITICAL line for a mismatch.
-        for name, param in self.net.parameters_dict().items():
-            theirs = tuple(params[name].shape) if name in params else None
-            if theirs is not None and theirs != tuple(param.shape):
-                raise CheckpointError(
-                    f"--checkpoint {path} is not a checkpoint of this model: its {name} is "
-                    f"{theirs}, the model's {tuple(param.shape)}"
-                )
+        self._fits("--checkpoint", path, params)
         try:
             missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
         except LOAD_ERRORS as err:

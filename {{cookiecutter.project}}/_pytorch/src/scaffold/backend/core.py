@@ -8,10 +8,8 @@ import hashlib
 import importlib.util
 import logging
 import os
-import pickle
 import threading
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +21,25 @@ from src.scaffold.backend import devices, distributed
 from src.scaffold.backend.api import BatchPlan, EpochEnd
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
+from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
+    CHECKPOINT_SUFFIX,
+    LOAD_ERRORS,
+    load_arrays,
+    load_state,
+    not_this_model,
+    read_meta,
+)
 from src.scaffold.config import Config
 from src.scaffold.data.sharding import cpu_count
-from src.scaffold.data.splits import CHECKPOINT_META, Splits
-from src.scaffold.errors import CheckpointError
-from src.scaffold.outputs import pretrained
+from src.scaffold.data.splits import Splits
+from src.scaffold.outputs import pretrained, truth
 from src.scaffold.run import guards
 from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
-CHECKPOINT_SUFFIX = ".pt"
-# What a checkpoint carries besides the model's and optimizer's state (read_meta).
-META = ("epoch", "seed", *CHECKPOINT_META)
 # Samples the model is tried on before training.
 CHECK_SAMPLES = 4
-# What torch.load and load_state_dict raise for a file that is not our checkpoint.
-LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 
 
 def _import_behind(name: str) -> threading.Thread | None:
@@ -176,6 +176,9 @@ class TorchBackend:
         self.net.train()
         info = splits.info
         guards.check_outputs(self.spec.name, outputs, count, info.num_classes, split.numeric)
+        labels = torch.from_numpy(np.asarray(split.labels[:count])).to(self.torch_device)
+        # src/step.py's metrics on the same batch: the names the run will record, known now.
+        self.sample_metrics = guards.try_metrics(lambda: self.step.metrics(outputs.float(), labels))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -245,8 +248,18 @@ class TorchBackend:
         torch.save(state, tmp)
         os.replace(tmp, path)
 
+    def _fits(self, what: str, path: Path, weights: Any) -> None:
+        """One short line when the checkpoint's weights were made for another model than
+        the one src/model.py builds now (a changed layer, another class count)."""
+        own = {k: tuple(v.shape) for k, v in self.net.state_dict().items()}
+        theirs = {k: tuple(v.shape) for k, v in dict(weights).items() if hasattr(v, "shape")}
+        mismatch = truth.model_mismatch(f"{what} {path}", self.spec.name, own, theirs)
+        if mismatch is not None:
+            raise mismatch
+
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
         state = load_state(path, what, self.torch_device)
+        self._fits(what, path, state.get("model") or {})
         try:
             self.net.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -254,7 +267,7 @@ class TorchBackend:
                 self.scaler.load_state_dict(state["scaler"])
             return {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
         except LOAD_ERRORS as err:
-            raise _not_this_model(what, path, err) from err
+            raise not_this_model(what, path, err) from err
 
     def prepare(
         self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
@@ -263,10 +276,11 @@ class TorchBackend:
         (not the optimizer's state), in eval mode; inputs normalised as training did."""
         self.net = guards.build(self.spec, shape).to(self.torch_device)
         state = load_state(path, "--checkpoint", self.torch_device)
+        self._fits("--checkpoint", path, state.get("model") or {})
         try:
             self.net.load_state_dict(state["model"])
         except LOAD_ERRORS as err:
-            raise _not_this_model("--checkpoint", path, err) from err
+            raise not_this_model("--checkpoint", path, err) from err
         self.net.eval()
         self.normalise = Normalise(mean, std, len(shape.input), self.torch_device)
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
@@ -311,40 +325,3 @@ class TorchBackend:
 def create(cfg: Config, task: Task) -> TorchBackend:
     """The Backend of a PyTorch run (train.py hands it to the run)."""
     return TorchBackend(cfg, task)
-
-
-def load_arrays(path: Path) -> dict[str, Any]:
-    """The model weights a checkpoint holds, as numpy arrays (for tests and tools)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    return {name: tensor.numpy() for name, tensor in state["model"].items()}
-
-
-def _not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
-    reason = " ".join(str(err).split()) or type(err).__name__
-    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
-
-
-def load_state(path: Path, what: str, device: Any = "cpu") -> dict[str, Any]:
-    """What torch.save wrote to ``path``; one line naming the option ``what`` that gave the
-    path when it is missing or not a checkpoint."""
-    if not path.is_file():
-        raise CheckpointError(f"{what} {path}: no such file")
-    # torch.save writes a zip archive: anything else is not worth unpickling.
-    if not zipfile.is_zipfile(path):
-        raise CheckpointError(f"{what} {path} is not a PyTorch checkpoint")
-    try:
-        # weights_only: a checkpoint is data; never run code from a downloaded file.
-        state = torch.load(path, map_location=device, weights_only=True)
-    except (*LOAD_ERRORS, pickle.UnpicklingError) as err:
-        raise CheckpointError(f"{what} {path} cannot be read: {err}") from err
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{what} {path} is not a checkpoint of this model")
-    return state
-
-
-def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:
-    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, the data's
-    shape, format and normalisation (src/scaffold/data/splits.py's CHECKPOINT_META; a
-    checkpoint from before they were kept has fewer)."""
-    state = load_state(path, what)
-    return {key: state[key] for key in META if key in state}

@@ -111,6 +111,11 @@ class PythonMissing(GenError):
     the message names the image and how to choose an interpreter."""
 
 
+class WheelhouseMismatch(GenError):
+    """Raised before a build when a requirement is met only by a wheel of another CPU (a
+    none-any wheel holding another CPU's libraries); names the file, its CPU and the image's."""
+
+
 class BaseImageMissing(GenError):
     """Raised when the Dockerfile's base image is not on the host and cannot be pulled."""
 

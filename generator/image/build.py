@@ -22,7 +22,13 @@ from typing import IO
 from generator import engine as engines
 from generator.cache import JsonCache
 from generator.engine import BuildSpec, Engine, ImageInfo, LayerProgress, Lines
-from generator.errors import BaseImageMissing, EngineUnavailable, GenError, PushFailed
+from generator.errors import (
+    BaseImageMissing,
+    EngineUnavailable,
+    GenError,
+    PushFailed,
+    WheelhouseMismatch,
+)
 from generator.image import arch as arches
 from generator.image import python as pythons
 from generator.image.context import code_files, deps_files, pack
@@ -197,6 +203,8 @@ def _resolve(engine: Engine, plan: BuildPlan, base: ImageInfo) -> DepsStep:
             machine=plan.arch,
             facts=facts,
         )
+        if wheels.foreign:
+            raise WheelhouseMismatch(f"{plan.wheelhouse}: {wheels.foreign[0]}")
     args = plan.deps_args(python)
     key = dependency_key(
         base.id,

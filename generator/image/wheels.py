@@ -7,6 +7,11 @@ markers evaluated for the image) is followed in turn, as pip would look them up 
 --find-links. No conflict resolution happens here (pip in the image does that), so
 every version that could satisfy a requirement is sent. A requirements line gen
 cannot follow (-r, -c, -e) sends the whole wheelhouse instead.
+
+A wheel named none-any may still hold shared libraries: MindSpore publishes its Linux
+aarch64 builds so (mindspore-2.7.0-cp311-none-any.whl on PyPI, beside the x86_64
+cp311-cp311-manylinux1_x86_64). Such a wheel goes only to an image of its libraries' CPU
+(their ELF header says it); a requirement only another CPU's wheel meets is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +40,10 @@ from generator.cache import JsonCache
 UNFOLLOWED = re.compile(r"(-r|--requirement|-c|--constraint|-e|--editable)(\s|=|$)")
 
 
+# ELF's e_machine values of the CPUs images are built for.
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
 @dataclass(frozen=True)
 class Selection:
     """The files a build needs from the wheelhouse, and the requirements it lacks."""
@@ -42,6 +51,9 @@ class Selection:
     files: tuple[Path, ...]
     missing: tuple[str, ...] = ()
     whole: bool = False  # a requirement gen cannot follow: every file is sent
+    # A requirement only a wheel of another CPU meets, in one line each: a none-any wheel
+    # holding shared libraries (MindSpore names its Linux aarch64 builds cpXY-none-any).
+    foreign: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -71,6 +83,15 @@ class WheelFacts:
             self._remember(key, entry)
         return list(entry["requires"])
 
+    def machine(self, path: Path) -> str | None:
+        """The CPU of the shared libraries a wheel holds (its first .so's ELF header); None
+        for a wheel of Python only."""
+        key, entry = self._entry(path)
+        if "machine" not in entry:
+            entry["machine"] = binary_machine(path)
+            self._remember(key, entry)
+        return entry["machine"]
+
     def digest(self, path: Path) -> str:
         key, entry = self._entry(path)
         if "sha256" not in entry:
@@ -93,6 +114,26 @@ def read_requires(path: Path) -> list[str]:
             return []
         text = archive.read(names[0]).decode("utf-8", "replace")
     return list(HeaderParser().parsestr(text).get_all("Requires-Dist") or [])
+
+
+def binary_machine(path: Path) -> str | None:
+    """The CPU the first shared library in a wheel is built for (x86_64, aarch64, or the
+    ELF e_machine number), None when it holds none: what a none-any name does not say."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                base = name.rsplit("/", 1)[-1]
+                if base.endswith(".so") or ".so." in base:
+                    with archive.open(name) as member:
+                        header = member.read(20)
+                    if header[:4] != b"\x7fELF":
+                        continue
+                    order = "little" if header[5] == 1 else "big"
+                    number = int.from_bytes(header[18:20], order)
+                    return ELF_MACHINES.get(number, str(number))
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return None
 
 
 def requirement_lines(text: str) -> list[str] | None:
@@ -164,10 +205,11 @@ def select(
     if wanted is None:
         return Selection(tuple(files), whole=True)
     major, minor = (int(part) for part in python.split(".")[:2])
-    index = _index(files, (major, minor), machine)
+    index, others = _index(files, (major, minor), machine, facts)
     env = marker_environment(f"{major}.{minor}", machine)
     chosen: dict[Path, None] = {}
     missing: list[str] = []
+    foreign: list[str] = []
     seen: set[str] = set()
     while wanted:
         req = wanted.popleft()
@@ -184,30 +226,49 @@ def select(
         ]
         if not found:
             missing.append(str(req))
+            foreign += [
+                f"{path.name} holds {cpu} libraries (a none-any name does not say so), and "
+                f"this image is for {machine}: put a {machine} build of {req} in the "
+                f"wheelhouse, or build for {cpu} (--arch {cpu})"
+                for path, version, cpu in others.get(canonicalize_name(req.name), [])
+                if req.specifier.contains(version, prereleases=True)
+            ]
         for path, version in found:
             chosen[path] = None
             if version is not None:  # an sdist's requirements are known only once built
                 wanted.extend(_dependencies(facts.requires(path), env, extras))
-    return Selection(tuple(sorted(chosen)), tuple(missing))
+    return Selection(tuple(sorted(chosen)), tuple(missing), foreign=tuple(foreign))
+
+
+Index = dict[str, list[tuple[Path, Version | None]]]
+Foreign = dict[str, list[tuple[Path, Version, str]]]
 
 
 def _index(
-    files: list[Path], python: tuple[int, int], machine: str
-) -> dict[str, list[tuple[Path, Version | None]]]:
-    """Installable files by project name: wheels with their version, sdists with None."""
-    index: dict[str, list[tuple[Path, Version | None]]] = {}
+    files: list[Path], python: tuple[int, int], machine: str, facts: WheelFacts
+) -> tuple[Index, Foreign]:
+    """Installable files by project name: wheels with their version, sdists with None; and
+    the none-any wheels whose libraries are another CPU's, with that CPU."""
+    index: Index = {}
+    others: Foreign = {}
     for path in files:
         try:
             if path.suffix == ".whl":
                 name, version, _, tags = parse_wheel_filename(path.name)
-                if any(compatible(tag, python, machine) for tag in tags):
+                fits = [tag for tag in tags if compatible(tag, python, machine)]
+                if fits and all(tag.platform == "any" for tag in fits):
+                    cpu = facts.machine(path)
+                    if cpu is not None and cpu != machine:
+                        others.setdefault(name, []).append((path, version, cpu))
+                        continue
+                if fits:
                     index.setdefault(name, []).append((path, version))
             elif path.name.endswith((".tar.gz", ".zip")):
                 name, _ = parse_sdist_filename(path.name)
                 index.setdefault(name, []).append((path, None))
         except (InvalidWheelFilename, InvalidSdistFilename):
             continue  # not a distribution pip would take from --find-links
-    return index
+    return index, others
 
 
 def _dependencies(lines: list[str], env: dict[str, str], extras: set[str]) -> list[Requirement]:

@@ -23,6 +23,7 @@ from tests.integration.conftest import (
     committed_project,
     share,
 )
+from tests.unit.test_wheels import binary_wheel
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -197,6 +198,33 @@ def test_errors_are_one_clear_message(
     )
     assert result.returncode == 1
     assert result.stderr.startswith("error: no Docker engine answers")
+
+
+def test_a_wheel_of_another_cpu_is_one_line_before_any_build(
+    tmp_path: Path, docker_engine: engine.Engine, created: None
+) -> None:
+    # MindSpore names its Linux aarch64 build cp311-none-any (PyPI): it installs "anywhere",
+    # and would put aarch64 libraries into this x86_64 image.
+    project = _project(tmp_path, "mindspore", target="cuda")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    binary_wheel(wheels, "mindspore-2.10.0-cp311-none-any.whl", 183)
+    images = docker_engine.image_ids()
+    result = build_image(
+        "cuda",
+        *("--arch", "x86_64", "--base-image", STANDIN_BASE, "--wheelhouse", str(wheels)),
+        *("--build-arg", "FRAMEWORK=mindspore==2.10.0"),
+        cwd=project,
+    )
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        f"error: {wheels}: mindspore-2.10.0-cp311-none-any.whl holds aarch64 libraries (a "
+        "none-any name does not say so), and this image is for x86_64: put a x86_64 build of "
+        "mindspore==2.10.0 in the wheelhouse, or build for aarch64 (--arch aarch64)"
+    ]
+    # Before any build: no log, no layer.
+    assert not (project / "logs").exists() or not list((project / "logs").glob("*.log"))
+    assert docker_engine.image_ids() == images
 
 
 def test_smoke_failure_and_timeout_leave_nothing_running(

@@ -159,3 +159,58 @@ def test_facts_are_read_once_and_again_when_the_file_changes(
     assert again.digest(path) == digest and again.requires(path) == ["mpmath<1.4,>=1.1.0"]
     _wheel(wheelhouse, path.name, "mpmath", "six")  # rebuilt: other size, other mtime
     assert again.requires(path) == ["mpmath", "six"] and again.digest(path) != digest
+
+
+def _elf(machine: int) -> bytes:
+    """The 64-byte ELF header of a little-endian 64-bit shared object for ``machine``
+    (e_machine: 62 x86_64, 183 aarch64), as every .so in a wheel starts."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)  # ELFCLASS64, ELFDATA2LSB, version 1
+    rest = (3).to_bytes(2, "little") + machine.to_bytes(2, "little") + (1).to_bytes(4, "little")
+    return (ident + rest).ljust(64, b"\0")
+
+
+def binary_wheel(folder: Path, filename: str, machine: int) -> Path:
+    """A wheel holding one shared library of ``machine``'s CPU, named as MindSpore names its
+    builds on PyPI: cp311-none-any for Linux aarch64, manylinux1_x86_64 for x86_64."""
+    path = _wheel(folder, filename, "numpy")
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("mindspore/_c_expression.cpython-311.so", _elf(machine))
+    return path
+
+
+@pytest.mark.parametrize(("machine", "other"), [("x86_64", "aarch64"), ("aarch64", "x86_64")])
+def test_a_none_any_wheel_of_another_cpus_libraries_is_never_sent(
+    tmp_path: Path, machine: str, other: str
+) -> None:
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    _wheel(folder, "numpy-1.26.4-py3-none-any.whl")
+    arm = binary_wheel(folder, "mindspore-2.10.0-cp311-none-any.whl", 183)
+    wanted = ["mindspore==2.10.0"]
+    facts = WheelFacts()
+    assert facts.machine(arm) == "aarch64"
+    chosen = select(folder, wanted, python="3.11", machine=machine, facts=facts)
+    if machine == "aarch64":  # PyPI's aarch64 build: sent to an aarch64 image
+        assert _names(chosen) == ["mindspore-2.10.0", "numpy-1.26.4"] and not chosen.foreign
+        return
+    # For x86_64 it is the only mindspore: refused, in one line naming the file and both CPUs.
+    assert _names(chosen) == [] and chosen.missing == ("mindspore==2.10.0",)
+    assert chosen.foreign == (
+        "mindspore-2.10.0-cp311-none-any.whl holds aarch64 libraries (a none-any name does "
+        "not say so), and this image is for x86_64: put a x86_64 build of mindspore==2.10.0 "
+        "in the wheelhouse, or build for aarch64 (--arch aarch64)",
+    )
+    # With the x86_64 build beside it, that one goes, and the aarch64 one stays behind.
+    binary_wheel(folder, "mindspore-2.10.0-cp311-cp311-manylinux1_x86_64.whl", 62)
+    both = select(folder, wanted, python="3.11", machine=machine, facts=facts)
+    assert [p.name for p in both.files] == [
+        "mindspore-2.10.0-cp311-cp311-manylinux1_x86_64.whl",
+        "numpy-1.26.4-py3-none-any.whl",
+    ] and not both.foreign
+    # And the reverse: an aarch64 image never gets an x86_64 none-any wheel.
+    (folder / arm.name).unlink()
+    x86 = binary_wheel(folder, "mindspore-2.10.0-cp311-none-any.whl", 62)
+    reverse = select(folder, wanted, python="3.11", machine=other, facts=facts)
+    assert reverse.files == () and reverse.foreign[0].startswith(
+        f"{x86.name} holds x86_64 libraries"
+    )

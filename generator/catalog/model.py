@@ -81,6 +81,17 @@ class Entry:
     pytorch: PytorchPin | None = None
     mindspore: MindsporePin | None = None
     notes: str = ""
+    # Where the base's Dockerfile is: <repository>@<commit>:<path> (Ascend/cann-container-image
+    # for the CANN bases). gen doctor names it; an Ascend default must have one.
+    dockerfile: str | None = None
+
+    def source(self) -> str:
+        """Where the base comes from, in words: its Dockerfile, else what the notes say."""
+        if self.dockerfile:
+            return f"built from {self.dockerfile}"
+        if self.target == "cuda":
+            return "NVIDIA's nvidia/cuda images (Docker Hub)"
+        return "no Dockerfile recorded upstream: see images/catalog.yaml's notes"
 
     def pin(self, framework: str) -> Pin | None:
         return self.pytorch if framework == "pytorch" else self.mindspore

@@ -5,6 +5,10 @@ from __future__ import annotations
 from generator.catalog.model import CHIPS, IMAGE_RE, LABELS, Catalog, Entry, did_you_mean
 from generator.options import FRAMEWORKS
 
+# Where the CANN bases' Dockerfiles live: the folders of cann/ are the ascendai/cann tags,
+# each built for linux/amd64 and linux/arm64 (.github/workflows/build_and_push_cann.yml).
+CANN_REPOSITORY = "Ascend/cann-container-image"
+
 
 def problems(catalog: Catalog) -> list[str]:
     """Every consistency rule the catalogue breaks, one line each (empty when sound)."""
@@ -18,6 +22,10 @@ def problems(catalog: Catalog) -> list[str]:
         elif entry.target != target or entry.pin(framework) is None or entry.chip != chip:
             what = f"{target} with {framework}" + (f" on chip {chip}" if chip else "")
             found.append(f"{where}: {entry_id} is not a base for {what}")
+        elif target == "ascend" and not entry.dockerfile:
+            # A default's base must be one the upstream repository builds (both CPUs), so
+            # that a user can read and rebuild it.
+            found.append(f"{where}: {entry_id} names no dockerfile in {CANN_REPOSITORY}")
     for entry in catalog.entries.values():
         for framework in FRAMEWORKS:
             key = (entry.target, framework, entry.chip)
@@ -63,6 +71,14 @@ def _entry_problems(entry: Entry, catalog: Catalog) -> list[str]:
     tag = entry.base.rpartition(":")[2]
     if tag != expected_tag:
         found.append(f"{where}.base: tag {tag!r} does not say {expected_tag!r}")
+    if entry.dockerfile is not None and entry.target == "ascend":
+        # Ascend/cann-container-image keeps each tag's Dockerfile in cann/<tag>/.
+        repository, _, path = entry.dockerfile.partition(":")
+        if repository.split("@")[0] != CANN_REPOSITORY or path != f"cann/{tag}/Dockerfile":
+            found.append(
+                f"{where}.dockerfile: {entry.dockerfile!r} is not "
+                f"{CANN_REPOSITORY}@<commit>:cann/{tag}/Dockerfile"
+            )
     for framework in FRAMEWORKS:
         pin = entry.pin(framework)
         if pin and entry.python not in pin.pythons:

@@ -130,6 +130,12 @@ def _base_image(engine: Engine, base: str) -> Result:
     )
 
 
+def base_source(subject: Subject) -> Result:
+    """Where the catalogue's base comes from: the upstream Dockerfile it is built from."""
+    entry = subject.entry
+    return Result("base source", OK, f"{entry.base} ({entry.id}) is {entry.source()}")
+
+
 def nvidia_checks(subject: Subject) -> list[Result]:
     cuda = subject.entry.cuda or "?"
     driver = hostcheck.nvidia_driver(subject.root)

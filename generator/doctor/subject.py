@@ -27,10 +27,11 @@ class Subject:
 def run(subject: Subject, *, with_engine: bool = True) -> list[Result]:
     """Every check of ``subject``: the engine (unless told), the driver and devices of its
     target, the project."""
-    from generator.doctor.host import ascend_checks, engine_checks, nvidia_checks
+    from generator.doctor.host import ascend_checks, base_source, engine_checks, nvidia_checks
     from generator.doctor.project import project_checks
 
     results = engine_checks(subject) if with_engine else []
+    results.append(base_source(subject))
     if subject.target == "cuda":
         results += nvidia_checks(subject)
     else:

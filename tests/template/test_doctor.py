@@ -104,8 +104,14 @@ def test_an_ascend_project_on_a_server_tree(tmp_path: Path, npu_smi: str, chip_l
     assert chip_line.format(root=root) in lines
     assert not (tmp_path / "npu-smi-ran").exists()
     assert "✓ rank table: rank_table_8p.json: 8 ranks" in lines
-    # The project's image is CANN 8.0.0 (innerversion C20): the driver lists C19..C23.
-    assert "✓ Ascend driver: 25.3.rc1 (V100R001C23) lists CANN 8.0.0 (V100R001C20)" in lines
+    # Where the catalogue's base comes from: the Dockerfile upstream builds it from.
+    assert (
+        "✓ base source: ascendai/cann:8.5.0-910b-ubuntu22.04-py3.11 (cann8.5.0-910b-ubuntu22.04) "
+        "is built from Ascend/cann-container-image@c5a67b3a:cann/8.5.0-910b-ubuntu22.04-py3.11/"
+        "Dockerfile"
+    ) in lines
+    # The project's image is CANN 8.5.0 (innerversion C25): its own record lists C23.
+    assert "✓ Ascend driver: CANN 8.5.0 (V100R001C25) lists 25.3.rc1 (V100R001C23)" in lines
     # PROJECT_DIR named from another directory: the same checks (the engine line names the
     # socket, which is per directory here).
     named = doctor(tmp_path, str(project), "--root", str(root))
@@ -113,27 +119,31 @@ def test_an_ascend_project_on_a_server_tree(tmp_path: Path, npu_smi: str, chip_l
 
 
 @pytest.mark.parametrize(
-    ("framework", "driver", "line"),
+    ("framework", "chip", "driver", "line"),
     [
         # The default MindSpore 910b image is CANN 8.5.0 (C25): driver 25.3.rc1 lists C19..C23,
         # CANN 8.5.0's own record lists C23. hicann/pypto's FAQ gives this pair as working.
         (
             "mindspore",
+            "910b",
             "ascend-driver-version.info-25.3.rc1",
             "✓ Ascend driver: CANN 8.5.0 (V100R001C25) lists 25.3.rc1 (V100R001C23)",
         ),
-        # CANN 8.0.0 (C20) lists 23.0.7 (C15); the driver's own list stops at C15.
+        # The PyTorch 910 image is CANN 8.2.RC1 (C22), which lists 23.0.7 (C15); the driver's
+        # own list stops at C15.
         (
             "pytorch",
+            "910",
             "ascend-driver-version.info",
-            "✓ Ascend driver: CANN 8.0.0 (V100R001C20) lists 23.0.7 (V100R001C15)",
+            "✓ Ascend driver: CANN 8.2.RC1 (V100R001C22) lists 23.0.7 (V100R001C15)",
         ),
     ],
 )
 def test_the_toolkit_listing_the_driver_passes_as_it_does_in_the_image(
-    tmp_path: Path, framework: str, driver: str, line: str
+    tmp_path: Path, framework: str, chip: str, driver: str, line: str
 ) -> None:
-    project = render(Options("demo", framework=framework, target="ascend"), tmp_path)
+    options = Options("demo", framework=framework, target="ascend", chip=chip)
+    project = render(options, tmp_path)
     root = ascend_host(tmp_path / "host", driver, "npu-smi-info-910b.txt")
     assert line in doctor(project, "--root", str(root)).stdout.splitlines()
 

@@ -294,6 +294,22 @@ A3 = "entries/cann9.0.0-a3-ubuntu22.04"
             _set("defaults/ascend/pytorch", "cann8.0.0-910b-ubuntu22.04"),
             "defaults.ascend.pytorch: a str, not a mapping",
         ),
+        # A default's base must be one Ascend/cann-container-image builds: the 8.0.0 910b
+        # tag is published, but its Dockerfile is not in the repository's main branch.
+        (
+            _set("defaults/ascend/pytorch/910b", "cann8.0.0-910b-ubuntu22.04"),
+            "defaults.ascend.pytorch.910b: cann8.0.0-910b-ubuntu22.04 names no dockerfile in "
+            "Ascend/cann-container-image",
+        ),
+        (
+            _set(
+                f"{A3}/dockerfile",
+                "Ascend/cann-container-image@c5a67b3a:cann/9.0.0-910b/Dockerfile",
+            ),
+            "entries.cann9.0.0-a3-ubuntu22.04.dockerfile: 'Ascend/cann-container-image@c5a67b3a:"
+            "cann/9.0.0-910b/Dockerfile' is not Ascend/cann-container-image@<commit>:cann/"
+            "9.0.0-a3-ubuntu22.04-py3.11/Dockerfile",
+        ),
         (
             _set("defaults/ascend/pytorch", {"910b": "cann8.0.0-910b-ubuntu22.04"}),
             "defaults.ascend.pytorch.910: missing, though entries have it",

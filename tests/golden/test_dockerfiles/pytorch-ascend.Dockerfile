@@ -1,19 +1,19 @@
 # Training image for demo: PyTorch (torch_npu) on Ascend NPUs.
 #   gen image build --target ascend    (or: docker build -f Dockerfile.ascend .)
 # Classic-builder compatible (the docker SDK builds without BuildKit): no RUN --mount.
-# Base and pins come from train-template's image catalogue, entry cann8.0.0-910b-ubuntu22.04.
-# That base is CANN 8.0.0 for the 910b chip.
+# Base and pins come from train-template's image catalogue, entry cann8.5.0-910b-ubuntu22.04.
+# That base is CANN 8.5.0 for the 910b chip.
 # Override them with --build-arg: BASE_IMAGE (and PYTHON) for another base, FRAMEWORK for
 # another version, PIP_INDEX_URL for a mirror, PIP_NO_INDEX=1 with ./wheelhouse offline.
 # gen builds the stages up to `runtime` once as a dependency image, keyed by what they
 # install, and the last stage FROM it with a context of the code alone.
-ARG BASE_IMAGE=ascendai/cann:8.0.0-910b-ubuntu22.04-py3.10
+ARG BASE_IMAGE=ascendai/cann:8.5.0-910b-ubuntu22.04-py3.11
 # The interpreter the pins are for; gen finds the one a swapped-in base has.
-ARG PYTHON=python3.10
-ARG FRAMEWORK="torch==2.4.0"
+ARG PYTHON=python3.11
+ARG FRAMEWORK="torch==2.9.0"
 # torch_npu is released per torch and CANN version. Without it an Ascend image trains on
 # the CPU, so a failed install fails the build; NPU_EXTRA= (empty) leaves it out on purpose.
-ARG NPU_EXTRA="torch_npu==2.4.0.post2"
+ARG NPU_EXTRA="torch_npu==2.9.0"
 
 # Python on the base, first: it changes only with the base image.
 FROM ${BASE_IMAGE} AS python
@@ -21,7 +21,7 @@ ARG PYTHON
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
-# CANN images ship Python 3.10; apt only runs on a base without one.
+# CANN images ship Python 3.11; apt only runs on a base without one.
 # hadolint ignore=DL3008
 RUN if ! "$PYTHON" -m venv --help >/dev/null 2>&1; then \
         apt-get update \
@@ -86,7 +86,7 @@ ARG FRAMEWORK
 LABEL org.opencontainers.image.base.name="${BASE_IMAGE}" \
       io.train-template.target="ascend" \
       io.train-template.framework="${FRAMEWORK}" \
-      io.train-template.catalog-entry="cann8.0.0-910b-ubuntu22.04"
+      io.train-template.catalog-entry="cann8.5.0-910b-ubuntu22.04"
 
 # The code, last and alone: an edit rebuilds only these few layers.
 FROM runtime

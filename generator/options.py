@@ -15,7 +15,12 @@ from generator.errors import OptionError
 FRAMEWORKS = ("pytorch", "mindspore")
 TARGETS = ("cuda", "ascend", "both")
 PLATFORMS = ("openi", "modelarts", "generic")
-DEVICES_PER_NODE = (1, 2, 4, 8)
+DEVICES_PER_NODE = (1, 2, 4, 8, 16)
+# 16 devices a node: Atlas A3 (910_93) servers and Atlas A2 Box16 (910b) servers hold 16
+# NPUs, an Atlas training server (910) 8 (generator/shipped/ranktable/rules.py CHIPS, with
+# the sources); GPU nodes of 16 exist (HGX-2). A3 super-pod jobs take all 16 of a node, so
+# 16 is the default there (auto).
+EIGHT_ONLY_CHIPS = ("910",)
 # MindSpore's training loop: Model.train with callbacks and data sink, or a
 # hand-written value_and_grad loop. PyTorch projects ignore it.
 MS_TRAIN_LOOPS = ("model", "custom")
@@ -73,6 +78,27 @@ def _integer(name: str, value: object, rule: str) -> int:
     return int(text)
 
 
+def default_devices(target: str, chip: str) -> int:
+    """Devices a node when not told (auto): 16 on Atlas A3, whose super-pod jobs take a whole
+    node's 16; else 8."""
+    return 16 if target != "cuda" and chip == "910_93" else 8
+
+
+def _devices(value: object, target: str, chip: str) -> int:
+    if str(value).strip().lower() in ("auto", ""):
+        return default_devices(target, chip)
+    ascend = target != "cuda"
+    allowed = [n for n in DEVICES_PER_NODE if n < 16 or not (ascend and chip in EIGHT_ONLY_CHIPS)]
+    rule = "choose one of " + ", ".join(map(str, allowed)) + " (or auto)"
+    devices = _integer("devices_per_node", value, rule)
+    if devices not in allowed:
+        why = ""
+        if devices == 16:
+            why = " for chip 910: an Atlas training server (Ascend 910) holds 8 NPUs"
+        raise OptionError("devices_per_node", f"{devices} is not allowed{why}; {rule}")
+    return devices
+
+
 def validate(values: Mapping[str, object]) -> Options:
     """Check raw option values (strings from cookiecutter or the CLI) and type them.
 
@@ -83,10 +109,9 @@ def validate(values: Mapping[str, object]) -> Options:
     if not PROJECT_RE.fullmatch(project):
         raise OptionError("project", f"{project!r} is not a valid directory name: {PROJECT_RULE}")
     framework = _choice("framework", values.get("framework", "pytorch"), FRAMEWORKS)
-    devices_rule = "choose one of " + ", ".join(map(str, DEVICES_PER_NODE))
-    devices = _integer("devices_per_node", values.get("devices_per_node", 8), devices_rule)
-    if devices not in DEVICES_PER_NODE:
-        raise OptionError("devices_per_node", f"{devices} is not allowed; {devices_rule}")
+    target = _choice("target", values.get("target", "cuda"), TARGETS)
+    chip = _choice("chip", values.get("chip", "910b"), CHIPS)
+    devices = _devices(values.get("devices_per_node", "auto"), target, chip)
     nodes_rule = f"use a number from 1 to {MAX_NODES}"
     nnodes = _integer("nnodes", values.get("nnodes", 1), nodes_rule)
     if not 1 <= nnodes <= MAX_NODES:
@@ -94,13 +119,13 @@ def validate(values: Mapping[str, object]) -> Options:
     return Options(
         project=project,
         framework=framework,
-        target=_choice("target", values.get("target", "cuda"), TARGETS),
+        target=target,
         platform=_choice("platform", values.get("platform", "openi"), PLATFORMS),
         devices_per_node=devices,
         nnodes=nnodes,
         ms_train_loop=_choice(
             "ms_train_loop", values.get("ms_train_loop", "model"), MS_TRAIN_LOOPS
         ),
-        chip=_choice("chip", values.get("chip", "910b"), CHIPS),
+        chip=chip,
         arch=_choice("arch", values.get("arch", "auto"), ARCHES),
     )

@@ -38,8 +38,8 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
     "--devices-per-node",
     "--devices_per_node",
     "devices_per_node",
-    type=click.Choice([str(n) for n in DEVICES_PER_NODE]),
-    help="GPUs or NPUs per node.",
+    type=click.Choice(["auto", *(str(n) for n in DEVICES_PER_NODE)]),
+    help="GPUs or NPUs per node (auto: 16 on Atlas A3, else 8; 16 not on chip 910).",
 )
 @click.option("--nnodes", type=click.IntRange(1), help="Number of nodes.")
 @click.option(

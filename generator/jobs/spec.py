@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generator.errors import ImageUnknown, KindDoesNotFit, OptionError
 from generator.jobs import ascend, names
-from generator.options import DEVICES_PER_NODE, MAX_NODES, Options
+from generator.options import DEVICES_PER_NODE, EIGHT_ONLY_CHIPS, MAX_NODES, Options
 
 KINDS = ("trainjob", "pytorchjob", "volcano", "ascendjob")
 ACCELERATORS = ("cuda", "ascend")
@@ -35,10 +35,8 @@ TRAINER_VERSIONS = ("2.0", "2.1", "2.2+")
 # Trainer's gang plugins; the other kinds are gangs by themselves (see gen job render --help).
 GANGS = ("volcano", "coscheduling")
 # Devices a node may give one pod: Atlas A3 (910_93) servers and Atlas A2 Box16 (910b)
-# servers hold 16 NPUs, others up to 8 (generator/shipped/ranktable/rules.py CHIPS, with
-# sources).
-SIXTEEN_CHIPS = ("910b", "910_93")
-SIXTEEN = (*DEVICES_PER_NODE, 16)
+# servers hold 16 NPUs, an Atlas training server (910) 8 (generator/options.py, from
+# generator/shipped/ranktable/rules.py CHIPS, with sources).
 DEFAULT_JOIN_TIMEOUT = 600
 CLAIM = "PersistentVolumeClaim"
 MAX_JOIN_TIMEOUT = 86400
@@ -143,9 +141,10 @@ def _number(option: str, value: int, low: int, high: int) -> int:
 
 
 def _devices(value: int, chip: str) -> int:
-    allowed = SIXTEEN if chip in SIXTEEN_CHIPS else DEVICES_PER_NODE
+    eight = chip in EIGHT_ONLY_CHIPS
+    allowed = tuple(n for n in DEVICES_PER_NODE if n < 16 or not eight)
     if value not in allowed:
-        where = "" if chip in SIXTEEN_CHIPS else " (16 only on --chip 910b or 910_93)"
+        where = " (16 only on --chip 910b or 910_93)" if eight else ""
         raise OptionError(
             "--devices-per-node",
             f"{value} is not allowed; choose one of {', '.join(map(str, allowed))}{where}",

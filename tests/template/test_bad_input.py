@@ -74,7 +74,11 @@ def test_gen_new_rejects_bad_project_name(workdir: Path, project: str) -> None:
     [
         (["--devices-per-node", "0"], ["devices", "'1', '2', '4', '8'"]),
         (["--devices-per-node", "3"], ["devices", "'1', '2', '4', '8'"]),
-        (["--devices_per_node", "16"], ["devices", "'1', '2', '4', '8'"]),
+        (["--devices_per_node", "32"], ["devices", "'1', '2', '4', '8', '16'"]),
+        (
+            ["--target", "ascend", "--chip", "910", "--devices-per-node", "16"],
+            ["devices_per_node: 16 is not allowed for chip 910", "holds 8 NPUs"],
+        ),
         (["--framework", "tensorflow"], ["framework", "pytorch"]),
         (["--target", "rocm"], ["target", "cuda"]),
         (["--platform", "colab"], ["platform", "openi"]),

@@ -3,6 +3,7 @@ whole to -o, defaults from the project, and one error line for each mistake."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -204,6 +205,78 @@ def test_a3_shapes_render_with_their_sp_block_or_are_one_error_line(
         result = gen("job", "render", "--kind", "volcano", *args, cwd=project)
         _one_error(result, *words)
         assert result.returncode == 2
+
+
+def test_an_a3_project_made_with_defaults_renders_super_pod_jobs_without_flags(
+    tmp_path: Path, golden: Golden
+) -> None:
+    # gen new's own defaults for --chip 910_93: 16 NPUs a node, what A3 super-pod jobs take.
+    made = gen(
+        "new",
+        "demo",
+        "--framework",
+        "mindspore",
+        "--target",
+        "ascend",
+        "--chip",
+        "910_93",
+        "--nnodes",
+        "2",
+        "--platform",
+        "openi",
+        "--no-input",
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "demo"
+    assert json.loads((project / ".train-template.json").read_text())["devices_per_node"] == "16"
+    _push_record(project, "ascend", ASCEND_IMAGE)
+    result = gen("job", "render", "--kind", "ascendjob", cwd=project)
+    assert result.returncode == 0, result.stderr
+    # The same manifest as the A3 golden one, which says --devices-per-node 16.
+    golden.check("ascendjob-a3.yaml", result.stdout)
+    volcano = gen("job", "render", "--kind", "volcano", cwd=project)
+    assert volcano.returncode == 0, volcano.stderr
+    assert _job(volcano.stdout)["metadata"]["annotations"] == {"sp-block": "32"}
+    # The first 910's servers hold 8: 16 there is one line, and nothing is made.
+    refused = gen(
+        "new",
+        "old",
+        "--target",
+        "ascend",
+        "--chip",
+        "910",
+        "--devices-per-node",
+        "16",
+        "--no-input",
+        cwd=tmp_path,
+    )
+    assert refused.returncode == 2 and not (tmp_path / "old").exists()
+    assert refused.stderr.strip().splitlines() == [
+        "error: devices_per_node: 16 is not allowed for chip 910: an Atlas training server "
+        "(Ascend 910) holds 8 NPUs; choose one of 1, 2, 4, 8 (or auto)"
+    ]
+    for target, chip in (("cuda", "910b"), ("ascend", "910b")):
+        sixteen = gen(
+            "new",
+            f"p{target}",
+            "--target",
+            target,
+            "--chip",
+            chip,
+            "--devices-per-node",
+            "16",
+            "--platform",
+            "generic",
+            "--no-input",
+            cwd=tmp_path,
+        )
+        assert sixteen.returncode == 0, sixteen.stderr
+        table = tmp_path / f"p{target}" / "rank_table_8p.json"
+        assert (
+            not table.exists()
+            or len(json.loads(table.read_text())["server_list"][0]["device"]) == 16
+        )
 
 
 def _ports(node: object) -> set[int]:

@@ -31,6 +31,8 @@ COMBINATIONS = [
     )
     for loop in (opts.MS_TRAIN_LOOPS if framework == "mindspore" else opts.MS_TRAIN_LOOPS[:1])
     for chip in (opts.CHIPS if target != "cuda" else opts.CHIPS[:1])
+    # 16 NPUs a node is refused on the first 910 (an Atlas training server holds 8).
+    if not (devices == 16 and chip in opts.EIGHT_ONLY_CHIPS)
 ]
 # Renders each combination and prints, as JSON, each file's mode and digest; run by the
 # wheel's interpreter and by this checkout's, from a directory outside the checkout.
@@ -134,7 +136,7 @@ def test_every_combination_renders_from_the_wheel_as_from_the_checkout(
     assert all(job.returncode == 0 for job in jobs)
     assert from_wheel.pop("module").startswith(str(wheel_bin.parent))
     assert from_checkout.pop("module") == str(template_dir() / "generator" / "__init__.py")
-    assert len(from_wheel) == len(COMBINATIONS) == 252
+    assert len(from_wheel) == len(COMBINATIONS) == 297
     differ = [combo for combo in from_checkout if from_wheel[combo] != from_checkout[combo]]
     assert not differ, differ[:5]
 

@@ -259,13 +259,15 @@ def test_the_atc_command_comes_from_the_sidecar_and_the_chip(
         f"atc --model={model} --framework=5 --output={tmp_path / 'lenet'} "
         f"--input_shape={name}:1,3,16,16 --input_format=NCHW --soc_version="
     )
+    # Away from the server: the project's chip's usual name, said to be that.
     atc = runs.run(project, "scripts/atc.py", str(model))
     assert atc.returncode == 0 and atc.stdout == expected + "Ascend910B3\n", atc.stderr
+    assert atc.stderr.startswith("note: no npu-smi here: --soc_version=Ascend910B3 is")
     on_server = runs.run(project, "scripts/atc.py", str(model), env=path_first(tools))
     assert on_server.stdout == expected + "Ascend910B2C\n", on_server.stderr
-    # Without CANN's toolkit, --run says what to install.
+    # On the server without CANN's toolkit, --run says what to install.
     runs.assert_one_line_exit_2(
-        runs.run(project, "scripts/atc.py", str(model), "--run"),
+        runs.run(project, "scripts/atc.py", str(model), "--run", env=path_first(tools)),
         "error: atc is not on PATH: install CANN's toolkit",
     )
     # What the script checks without a device: the sidecar is there, and agrees.

@@ -5,6 +5,8 @@ only with its Ascend backend and only ATC reads."""
 
 from __future__ import annotations
 
+import inspect
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,6 +15,7 @@ import numpy as np
 from mindspore import nn
 
 FORMATS = {"MINDIR": ".mindir", "ONNX": ".onnx", "AIR": ".air"}
+DEPRECATED = "AIR is deprecated in MindSpore (r2.3 on): ONNX is the path to ATC"
 
 
 def unavailable(fmt: str, backend: Any) -> str | None:
@@ -31,7 +34,9 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
     backend.net.set_train(False)
     # mindspore.export adds the format's suffix to the name it is given.
     ms.export(backend.net, ms.Tensor(sample), file_name=str(path.with_suffix("")), file_format=fmt)
-    details: dict[str, Any] = {"dynamic_batch": False}
+    # MINDIR and AIR inputs carry the network's own argument names (construct(self, x)).
+    arguments = list(inspect.signature(backend.net.construct).parameters)
+    details: dict[str, Any] = {"dynamic_batch": False, "input_name": arguments[0]}
     if fmt == "ONNX":
         import onnx
 
@@ -41,6 +46,8 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
         details["opset"] = max(entry.version for entry in model.opset_import)
     if fmt == "AIR":
         details["unchecked"] = "an AIR file is read by ATC only: atc checks it as it converts"
+        # mindspore.export's documentation, r2.3 on: "AIR格式已弃用，将被删除".
+        print(f"note: {DEPRECATED}", file=sys.stderr, flush=True)
     return details
 
 

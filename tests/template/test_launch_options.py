@@ -82,11 +82,25 @@ def test_run_1p_runs_the_entry_it_is_given(render_project: RenderProject, entry:
     project = render_project(target="ascend")
     dry = run(project / "scripts" / "run_1p.sh", "--dry-run", "--entry", entry, "--", "samples/")
     words = shlex.split(dry.stdout.splitlines()[-1])
-    # No --data: the script's own data_url (auto, or the run's recorded one) decides.
-    assert words[1] == entry and words[2:4] == ["--train_url", str(project / "output")]
-    assert words[-1] == "samples/" and "--data_url" not in words
-    given = run(project / "scripts" / "run_1p.sh", "--dry-run", "--entry", entry, "--data", "d")
-    assert "--data_url" in shlex.split(given.stdout.splitlines()[-1])
+    # No --data or --output: the script's own data_url and train_url (auto: the platform's,
+    # else ./data and ./output; the run's recorded data) decide.
+    assert words[1:] == [entry, "samples/"]
+    given = run(
+        project / "scripts" / "run_1p.sh",
+        "--dry-run",
+        "--entry",
+        entry,
+        "--data",
+        "d",
+        "--output",
+        "o",
+    )
+    assert shlex.split(given.stdout.splitlines()[-1])[2:6] == [
+        "--data_url",
+        f"{Path.cwd()}/d",
+        "--train_url",
+        f"{Path.cwd()}/o",
+    ]
 
 
 def test_bad_stop_timeout(render_project: RenderProject) -> None:

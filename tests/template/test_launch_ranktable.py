@@ -242,7 +242,7 @@ def test_bind_cores(render_project: RenderProject) -> None:
         str(project / "rank_table_8p.json"),
     )
     assert result.returncode == 0, result.stderr
-    assert re.search(r" ASCEND_DEVICE_ID=0 taskset -c [0-9,-]+ \S+ \S+/train.py ", result.stdout)
+    assert re.search(r" ASCEND_DEVICE_ID=0 taskset -c [0-9,-]+ \S+ \S+/train.py\b", result.stdout)
     assert "taskset" not in dry_run(project, "--node-rank", "0").stdout
 
 

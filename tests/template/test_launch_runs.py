@@ -241,10 +241,12 @@ def test_msrun_not_found(render_project: RenderProject, tmp_path: Path) -> None:
     bare.write_text('#!/bin/sh\nexec /usr/bin/python3 "$@"\n')
     bare.chmod(0o755)
     variables = {**env(PYTHON=str(bare)), "PATH": "/usr/bin:/bin"}
-    result = run(project / "scripts" / "run_msrun.sh", environ=variables)
+    # --output given: nothing asks that Python where train.py would write.
+    output = ("--output", str(tmp_path / "out"))
+    result = run(project / "scripts" / "run_msrun.sh", *output, environ=variables)
     assert result.returncode == 1
     assert f"error: no msrun found for {bare}, next to it or on PATH" in result.stderr
-    dry = run(project / "scripts" / "run_msrun.sh", "--dry-run", environ=variables)
+    dry = run(project / "scripts" / "run_msrun.sh", "--dry-run", *output, environ=variables)
     assert dry.returncode == 0 and "# no msrun found for" in dry.stdout
 
 

@@ -98,6 +98,14 @@ def test_the_pod_name_comes_first_then_the_containers_address(
     result = dry_run(project, **by_pod, RANK_TABLE_FILE=directory)
     assert result.returncode == 0, result.stderr
     assert ranks(result.stdout) == NODE_1_RANKS
+    # Older (v1) jobs name the pod BATCH_TASK_CURRENT_INSTANCE, which ModelArts' launcher
+    # reads first (davincirunsdk common.py, ModelArts.get_current_instance_name).
+    older = NODE_1 | {"MA_CURRENT_HOST_IP": "", "BATCH_TASK_CURRENT_INSTANCE": f"{JOB}-worker-1"}
+    result = dry_run(
+        project, **older, MA_CURRENT_INSTANCE_NAME=f"{JOB}-worker-0", RANK_TABLE_FILE=directory
+    )
+    assert result.returncode == 0, result.stderr
+    assert ranks(result.stdout) == NODE_1_RANKS
     # A table whose servers are the containers (hostNetwork off, listed by pod address).
     by_container = NODE_1 | {"MA_CURRENT_HOST_IP": ""}
     path = rank_table(
@@ -169,6 +177,7 @@ def test_the_tables_variables_are_in_the_readme_with_their_source(project: Path)
     readme = (project / "README.md").read_text()
     assert {name for name, _, _ in table} == {
         "RANK_TABLE_FILE",
+        "BATCH_TASK_CURRENT_INSTANCE",
         "MA_CURRENT_INSTANCE_NAME",
         "MA_CURRENT_HOST_IP",
     }

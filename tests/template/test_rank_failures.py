@@ -124,7 +124,11 @@ try:
 except SystemExit as end:
     if end.code or os.environ.get("RANK", os.environ.get("RANK_ID")) != "1":
         raise
-logs = os.path.join(args[args.index("--train_url") + 1], "logs", "**", "*.log")
+# The launchers name the output only when told; else train.py's own ./output.
+output = os.path.join(os.path.dirname(os.path.abspath(args[0])), "output")
+if "--train_url" in args:
+    output = args[args.index("--train_url") + 1]
+logs = os.path.join(output, "logs", "**", "*.log")
 deadline = time.monotonic() + 60
 def rank_0_finished():
     found = glob.glob(logs, recursive=True)

@@ -205,7 +205,7 @@ def test_set_devices_per_node_rerenders_the_launch_scripts(project: Path) -> Non
     done = gen(project, "--set", "devices_per_node=4")
     assert done.returncode == 0, done.stderr
     assert "take      scripts/launch_lib.sh: changed by the template only" in done.stdout
-    assert "default_devices=4\n" in (project / "scripts/launch_lib.sh").read_text()
+    assert "default_devices=4 " in (project / "scripts/launch_lib.sh").read_text()
     fresh = render(Options("demo", devices_per_node=4), project.parent / "fresh")
     assert (project / "scripts/launch_lib.sh").read_bytes() == (
         fresh / "scripts/launch_lib.sh"

@@ -136,3 +136,22 @@ def c2net_env(root: Path, method: str) -> dict[str, str]:
         "LOCAL_OUTPUT_PATH": str(local["output"]),
         "LOCAL_TENSORBOARD_PATH": str(root / "tensorboard"),
     }
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    """A finished process's stdout; the test fails with its output when it failed."""
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def render_isolated(options: object, dest: Path, home: Path) -> Path:
+    """A project rendered for a module's tests, HOME kept out of the user's (the autouse
+    isolated HOME applies to single tests only)."""
+    import pytest
+
+    from generator.project import render
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
+        return render(options, dest)  # type: ignore[arg-type]

@@ -20,9 +20,9 @@ import pytest
 from PIL import Image
 
 from generator.options import Options
-from generator.project import render
 from tests.training import runs
 from tests.training.byo import NAMED, write_named_classes
+from tests.training.runs import ok
 
 FRAMEWORKS = ("pytorch", "mindspore")
 TRAIN = ("train.py", "--data_url", "mydata", "--model", "mynet", "--data_resize", "32,32")
@@ -69,11 +69,6 @@ def shell(project: Path, command: str, timeout: int = 600):
     )
 
 
-def ok(result) -> str:
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
-
-
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file under ``directory``, by path: compared before and after a refused command."""
     if not directory.exists():
@@ -97,11 +92,10 @@ def own(tmp_path_factory: pytest.TempPathFactory):
 
     def get(framework: str) -> tuple[Path, str]:
         if framework not in made:
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-                target = "ascend" if framework == "mindspore" else "cuda"
-                options = Options("mine", framework=framework, target=target, platform="generic")
-                project = render(options, tmp_path_factory.mktemp(framework))
+            target = "ascend" if framework == "mindspore" else "cuda"
+            options = Options("mine", framework=framework, target=target, platform="generic")
+            home = tmp_path_factory.mktemp("home")
+            project = runs.render_isolated(options, tmp_path_factory.mktemp(framework), home)
             with (project / "src" / "model.py").open("a", encoding="utf-8") as model:
                 model.write("\n\n" + own_model(project))
             write_named_classes(project / "mydata", per_class=40)
@@ -251,11 +245,13 @@ def test_mistakes_on_a_run_are_one_line_before_the_first_step(
     mismatch = "was saved from another mynet than src/model.py's mynet now: its "
     cases.append((changed, ("train.py", "--train_url", str(run), "--resume", "auto"), mismatch))
     cases.append((changed, ("eval.py", "--train_url", str(run)), mismatch))
-    for where, argv, expected in cases:
+    for index, (where, argv, expected) in enumerate(cases):
         result = runs.run(where, *argv, "--device_target", "cpu")
         runs.assert_one_line_exit_2(result, expected)
         assert len(result.stderr) < 300, result.stderr  # short: no tensor listing
         no_step(result)
+        if index == 0:
+            assert "data: " not in result.stdout  # said before the data is even read
         assert snapshot(run) == before, argv
 
     # The loss monitored with max: refused before anything is read or written.
@@ -265,7 +261,7 @@ def test_mistakes_on_a_run_are_one_line_before_the_first_step(
     runs.assert_one_line_exit_2(
         refused, "error: monitor.mode max with monitor.metric loss: a smaller loss is better"
     )
-    assert not fresh.exists()
+    assert refused.stdout == "" and not fresh.exists()  # before the device and the data
     # A metric renamed in src/step.py, monitor not told: said on the batch the model is
     # tried on, before the first step; the directory stays free for the next run.
     step = changed / "src" / "step.py"

@@ -8,8 +8,7 @@ launcher_name=${0##*/}
 # shellcheck source-path=SCRIPTDIR source=failures.sh
 . "${BASH_SOURCE[0]%/*}/failures.sh"
 # The defaults chosen when the project was generated.
-default_devices={{ cookiecutter.devices_per_node | shell_quote }}
-default_nodes={{ cookiecutter.nnodes | shell_quote }}
+default_devices={{ cookiecutter.devices_per_node | shell_quote }} default_nodes={{ cookiecutter.nnodes | shell_quote }}
 # train.py's lines name the option a person gave: the launchers' --output, not --train_url.
 export TRAIN_OUTPUT_FLAG=--output
 
@@ -20,7 +19,7 @@ job_defaults() {
     nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
     node_rank=${NODE_RANK:-0} master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-$1}
     join_timeout=${JOIN_TIMEOUT:-600} dry_run=false train_args=()
-    data=${DATA_DIR:-} output=${OUTPUT_DIR:-$project_root/output} log_dir=${LOG_DIR:-}
+    data=${DATA_DIR:-} output=${OUTPUT_DIR:-} log_dir=${LOG_DIR:-}
 }
 
 # The value options of job_defaults' variables, which every multi-process launcher takes.
@@ -32,20 +31,21 @@ parse_job() {
     job_defaults "$1"
     shift
     value_options=$job_options flag_options=--dry-run
-    while [[ $1 != -- ]]; do
-        value_options+=" $1"
-        shift
-    done
+    while [[ $1 != -- ]]; do value_options+=" $1" && shift; done
     shift
     parse_options "$@"
     check_job_options
 }
 
-# After the options: paths from the caller's directory, logs under the output by default;
-# no --data: train.py's own data_url (auto, or a resumed run's recorded one), not ./data.
+# After the options: paths from the caller's directory, logs under the output. Without --data
+# or --output, train.py's own (the platform's or C2Net's, else ./data, ./output), never ours.
 absolute_paths() {
-    data=$(absolute "$data") output=$(absolute "$output") log_dir=$(absolute "${log_dir:-$output/logs}")
+    data=$(absolute "$data") output=$(absolute "$output")
     data_args=() && [[ -z $data ]] || data_args=(--data_url "$data")
+    output_args=() && [[ -z $output ]] || output_args=(--train_url "$output")
+    [[ -n $output ]] || output=$(cd "$project_root" && "$python" -m src.scaffold.run.preflight \
+        --output-dir ${train_args[@]+"${train_args[@]}"}) || exit 2
+    log_dir=$(absolute "${log_dir:-$output/logs}")
 }
 
 # A bad command line: the reason, then the sourcing script's usage; exit 2.
@@ -62,7 +62,7 @@ die() {
 absolute() { case $1 in /* | '') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 
 # Before any rank starts or a log is written: train.py's options and the output, checked once.
-preflight() { TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"} || exit 2; }
+preflight() { TRAIN_RANKS=$nproc TRAIN_NODES=$nnodes "$python" -m src.scaffold.run.preflight ${data_args[@]+"${data_args[@]}"} ${output_args[@]+"${output_args[@]}"} ${train_args[@]+"${train_args[@]}"} || exit 2; }
 
 # Whole numbers without a leading zero: bash arithmetic reads 08 as bad octal.
 is_count() { [[ $1 =~ ^[1-9][0-9]{0,4}$ ]]; }

@@ -38,7 +38,9 @@ VARIABLES = (
 # RANK_TABLE_FILE is the directory /user/config, and the table is read once its "status" is
 # "completed" (support.huaweicloud.com/docker-modelarts/docker-modelarts-0092.html, table 1).
 # This node: in the group_list form ModelArts writes, the instance whose pod_name is this
-# pod's name, MA_CURRENT_INSTANCE_NAME (rank_table.py RankTableV0.get_current_instance); in a
+# pod's name, BATCH_TASK_CURRENT_INSTANCE on older jobs (ModelArts v1), else
+# MA_CURRENT_INSTANCE_NAME (common.py ModelArts.get_current_instance_name reads them in that
+# order; rank_table.py RankTableV0.get_current_instance); in a
 # server_list table, the server whose server_id is MA_CURRENT_HOST_IP, the host's address
 # (RankTableV1.get_current_instance): a table lists hosts, not containers. MA_CURRENT_IP,
 # the container's own address, then this host's addresses are tried last (as the launcher
@@ -51,11 +53,17 @@ TABLE_VARIABLES = (
         "the directory holding the job's rank table (jobstart_hccl.json), or the table",
         "ModelArts, Creating a Training Job Using a Custom Image (Ascend), docker-modelarts-0092",
     ),
+    (
+        "BATCH_TASK_CURRENT_INSTANCE",
+        "this pod's name on older (v1) jobs, read first: the table's pod_name",
+        LAUNCHER,
+    ),
     ("MA_CURRENT_INSTANCE_NAME", "this pod's name: the table's pod_name for this node", LAUNCHER),
     ("MA_CURRENT_HOST_IP", "this node's host address: the table's server_id for it", LAUNCHER),
 )
 # Which variable names this node in the table, and the fields it may match, in that order.
 LOOKUP = (
+    ("BATCH_TASK_CURRENT_INSTANCE", ("pod_name",)),
     ("MA_CURRENT_INSTANCE_NAME", ("pod_name",)),
     ("MA_CURRENT_HOST_IP", ("server_id", "host_ip")),
     ("MA_CURRENT_IP", ("server_id", "container_ip")),

@@ -12,7 +12,7 @@ With --entry, evaluate, predict or export instead, on the run in --output.
 options:
   --entry SCRIPT    train.py (default), eval.py, predict.py or export.py
   --data DIR        dataset directory (default: $DATA_DIR, else train.py's data_url)
-  --output DIR      checkpoints and logs (default: $OUTPUT_DIR, else ./output)
+  --output DIR      checkpoints and logs (default: $OUTPUT_DIR, else train.py's train_url)
   --device-id N     device index to train on (default: $DEVICE_ID, else 0)
   --dry-run         print the environment and the command, run nothing
   -h, --help        show this help
@@ -33,7 +33,7 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 python=${PYTHON:-python3}
-data=${DATA_DIR:-} output=${OUTPUT_DIR:-$project_root/output}
+data=${DATA_DIR:-} output=${OUTPUT_DIR:-}
 device_id=${DEVICE_ID:-0} dry_run=false entry=train.py
 train_args=()
 value_options="--entry --data --output --device-id"
@@ -45,11 +45,11 @@ case $entry in
     *) die_usage "--entry must be train.py, eval.py, predict.py or export.py, not '$entry'" ;;
 esac
 data=$(absolute "$data") output=$(absolute "$output")
-# No --data: train.py's own data_url (auto: the platform's dataset, else ./data; a resumed
-# run's recorded one).
-data_args=()
-if [[ -n $data ]]; then data_args=(--data_url "$data"); fi
-cmd=("$python" "$entry" ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"})
+# Without --data or --output, the script's own data_url and train_url (auto: the platform's,
+# else ./data and ./output; the run's recorded data), never paths chosen here.
+data_args=() && [[ -z $data ]] || data_args=(--data_url "$data")
+output_args=() && [[ -z $output ]] || output_args=(--train_url "$output")
+cmd=("$python" "$entry" ${data_args[@]+"${data_args[@]}"} ${output_args[@]+"${output_args[@]}"} ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     # Printed as lines a shell can run, every word quoted.
@@ -67,5 +67,4 @@ cd "$project_root"
 # must not make train.py wait for peers that never come.
 export DEVICE_ID=$device_id RANK_ID=0 RANK_SIZE=1
 unset RANK LOCAL_RANK WORLD_SIZE
-mkdir -p "$output"
 exec "${cmd[@]}"

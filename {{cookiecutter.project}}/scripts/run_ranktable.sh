@@ -105,7 +105,7 @@ rank_env() {
 {%- if not ms %}
     env_words+=("MASTER_ADDR=$master_addr" "MASTER_PORT=$master_port" "LOCAL_WORLD_SIZE=$nproc" "TRAIN_JOIN_TIMEOUT=$join_timeout")
 {%- endif %}
-    run_words=("$python" "$project_root/train.py" ${data_args[@]+"${data_args[@]}"} --train_url "$output"
+    run_words=("$python" "$project_root/train.py" ${data_args[@]+"${data_args[@]}"} ${output_args[@]+"${output_args[@]}"}
         ${train_args[@]+"${train_args[@]}"})
     if [[ -n ${cores[$1]:-} ]]; then run_words=(taskset -c "${cores[$1]}" "${run_words[@]}"); fi
 }

@@ -19,7 +19,7 @@ options:
   --master-port PORT   free TCP port there, 1024-65535 (default: \$MASTER_PORT, else 8118)
   --join-timeout S     how long a node waits for the others (default: \$JOIN_TIMEOUT, else 600)
   --data DIR           dataset directory (default: \$DATA_DIR, else train.py's data_url)
-  --output DIR         checkpoints (default: \$OUTPUT_DIR, else ./output)
+  --output DIR         checkpoints (default: \$OUTPUT_DIR, else train.py's train_url)
   --log-dir DIR        scheduler.log and worker_N.log (default: \$LOG_DIR, else OUTPUT/logs)
   --dry-run            print what each worker gets and the command, run nothing
   -h, --help           show this help
@@ -54,7 +54,7 @@ msrun=${msrun:-$(command -v msrun || true)}
 cmd=("$python" "${msrun:-msrun}" --worker_num "$worker_num" --local_worker_num "$nproc"
     --node_rank "$node_rank" --master_addr "$master_addr" --master_port "$master_port"
     --log_dir "$log_dir" --join True --cluster_time_out "$join_timeout"
-    train.py ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"})
+    train.py ${data_args[@]+"${data_args[@]}"} ${output_args[@]+"${output_args[@]}"} ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     printf '# msrun: %s workers on node %s (ranks %s-%s) of %s in all; scheduler at %s:%s; logs under %s\n' \

@@ -18,7 +18,7 @@ options:
   --master-port PORT   free TCP port on node 0 (default: \$MASTER_PORT, else 29500)
   --join-timeout S     how long a node waits for the others (default: \$JOIN_TIMEOUT, else 600)
   --data DIR           dataset directory (default: \$DATA_DIR, else train.py's data_url)
-  --output DIR         checkpoints (default: \$OUTPUT_DIR, else ./output)
+  --output DIR         checkpoints (default: \$OUTPUT_DIR, else train.py's train_url)
   --log-dir DIR        per-rank logs (default: \$LOG_DIR, else OUTPUT/logs)
   --dry-run            print what each rank gets and the command, run nothing
   -h, --help           show this help
@@ -41,7 +41,7 @@ cmd=("$python" -m torch.distributed.run
     --nnodes "$nnodes" --nproc_per_node "$nproc" --node_rank "$node_rank"
     --master_addr "$master_addr" --master_port "$master_port"
     --rdzv_conf "timeout=$join_timeout" --log_dir "$log_dir" --redirects 3 --tee 1
-    train.py ${data_args[@]+"${data_args[@]}"} --train_url "$output" ${train_args[@]+"${train_args[@]}"})
+    train.py ${data_args[@]+"${data_args[@]}"} ${output_args[@]+"${output_args[@]}"} ${train_args[@]+"${train_args[@]}"})
 
 if [[ $dry_run == true ]]; then
     printf '# torchrun: %s processes on node %s of %s, world size %s; logs under %s\n' \

@@ -4,8 +4,9 @@ requirements.txt pins, parses train.py's options and checks the output directory
 would; one line and exit 2 otherwise, as train.py would. More ranks on this node
 (TRAIN_RANKS) than the GPUs or NPUs it shows is one line naming both (before torchrun or
 msrun starts any); a CPU-only run of more ranks than CPU cores is a note, with the global
-batch. ``--count`` prints the accelerators it shows (for --nproc auto). Its own imports wait
-until the check: the Python may lack them too."""
+batch. ``--count`` prints the accelerators it shows (for --nproc auto), ``--output-dir``
+where train.py writes on this node (for the launchers' logs). Its own imports wait until
+the check: the Python may lack them too."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ RANKS_ENV, NODES_ENV = "TRAIN_RANKS", "TRAIN_NODES"
 NEEDED = ("numpy", "yaml")
 
 
-def _missing(framework: str) -> str | None:
-    """The first module train.py needs that this Python cannot import, if any."""
-    for name in (*NEEDED, framework):
+def _missing(framework: str, only: tuple[str, ...] | None = None) -> str | None:
+    """The first module train.py needs (or ``only`` those) that this Python cannot import."""
+    for name in only or (*NEEDED, framework):
         if importlib.util.find_spec(name) is None:
             return name
     return None
@@ -35,16 +36,16 @@ def check(argv: list[str]) -> list[str]:
     from src.scaffold.data.sharding import cpu_count
     from src.scaffold.errors import DeviceError
     from src.scaffold.outputs.rundir import check_fresh, check_writable
-    from src.scaffold.storage.obs import is_url
-    from src.scaffold.storage.where import resolve
+    from src.scaffold.storage.where import outputs
 
-    cfg = resolve(parse_config(argv, ProjectConfig))
+    cfg = parse_config(argv, ProjectConfig)
+    # Where train.py will write on this node: the platform's own too (C2Net, obs://'s cache).
+    output, _ = outputs(cfg)
     notes = []
-    if not is_url(cfg.train_url):
-        cleared = check_fresh(cfg.train_url, cfg.resume, "--output")
-        if cleared:
-            notes.append(cleared)
-        check_writable(cfg.train_url, "--output")
+    cleared = check_fresh(output, cfg.resume, "--output")
+    if cleared:
+        notes.append(cleared)
+    check_writable(output, "--output")
     ranks, nodes = (int(os.environ.get(name) or 1) for name in (RANKS_ENV, NODES_ENV))
     found = seen(cfg.device_target)
     if found is not None and ranks > found.count:
@@ -73,6 +74,22 @@ def count() -> int:
     return found.count if found is not None and found.count else 1
 
 
+def output_dir(argv: list[str]) -> int:
+    """--output-dir: where train.py with these arguments writes on this node, for the
+    launchers' logs (the platform's directory, C2Net's LOCAL_OUTPUT_PATH, obs://'s cache)."""
+    from src.scaffold.backend import ProjectConfig
+    from src.scaffold.config import parse_config
+    from src.scaffold.errors import TrainError
+    from src.scaffold.storage.where import outputs
+
+    try:
+        print(outputs(parse_config(argv, ProjectConfig))[0])
+    except TrainError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from src.scaffold.backend import FRAMEWORK  # the package alone: no options, no yaml
 
@@ -80,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--count"]:
         print(count())
         return 0
-    missing = _missing(FRAMEWORK)
+    # --output-dir reads the options only: a dry run works with a Python that has no framework.
+    missing = _missing(FRAMEWORK, ("yaml",) if argv[:1] == ["--output-dir"] else None)
     if missing is not None:
         from src.scaffold.run.guards import no_module  # stdlib only, like this check
 
@@ -88,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from src.scaffold.run.start import pinned_versions  # stdlib only too
 
+    if argv[:1] == ["--output-dir"]:
+        return output_dir(argv[1:])
     for line in pinned_versions()[:1]:
         print(f"error: {line}", file=sys.stderr)
         return 2

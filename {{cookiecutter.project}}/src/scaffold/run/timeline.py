@@ -15,24 +15,11 @@ split as the run passes its marks, logged once by rank 0 when that step is done:
 
 from __future__ import annotations
 
-import os
 import time
 
+from src.scaffold.storage.once import process_age
+
 PHASES = ("interpreter and imports", "device", "data", "model", "first step")
-
-
-def process_age() -> float:
-    """Seconds since this process started (Linux: /proc); 0 where unknown or implausible
-    (negative, or over a minute: a long-lived interpreter importing this late)."""
-    try:
-        with open("/proc/self/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        with open("/proc/uptime") as uptime:
-            up = float(uptime.read().split()[0])
-        age = up - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return age if 0 <= age < 60 else 0.0
 
 
 # time.perf_counter() at the process start, as near as can be known.

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from src.scaffold.data.finder import archive_stem
 from src.scaffold.errors import ConfigError, StorageError
 from src.scaffold.storage import obs
+from src.scaffold.storage.archives import archive_stem
 
 MARKERS = ("DATA_DOWNLOAD_METHOD", "LOCAL_DATASET_PATH", "LOCAL_OUTPUT_PATH")
 METHODS = ("MOUNT", "MOXING")

@@ -21,7 +21,21 @@ from pathlib import Path
 from typing import Callable
 
 from src.scaffold.errors import StorageError
-from src.scaffold.run.timeline import process_age
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc); 0 where unknown or implausible
+    (negative, or over a minute: a long-lived interpreter importing this late)."""
+    try:
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as uptime:
+            up = float(uptime.read().split()[0])
+        age = up - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return age if 0 <= age < 60 else 0.0
+
 
 POLL_S = 0.2
 # Markers written before this process started belong to an earlier run. The process's

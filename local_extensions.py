@@ -38,8 +38,8 @@ HERE = Path(__file__).resolve().parent
 # What the filters use of the template's generator package.
 NEEDED = (
     "generator.catalog",
-    "generator.docker_flags",
-    "generator.options",
+    "generator.devices.flags",
+    "generator.render.options",
     "generator.shipped.ranktable.tables",
     "generator.version",
 )
@@ -190,7 +190,7 @@ class Filters:
 
     def image_arch(self, target: object, arch: object) -> str:
         """The CPU the ``target`` image is built for, from the project's ``arch`` answer."""
-        options = self._module("options").Options("project", arch=str(arch))
+        options = self._module("render.options").Options("project", arch=str(arch))
         return str(options.image_arch(str(target)))
 
     def rank_table(self, devices_per_node: object, nnodes: object = 1) -> str:
@@ -214,8 +214,8 @@ class Filters:
 
     def docker_run_flags(self, target: object, devices: object) -> str:
         """`docker run`'s options for a ``target`` container with ``devices`` accelerators,
-        as continued shell lines (generator/docker_flags.py)."""
-        flags = self._module("docker_flags").run_flags(str(target), int(str(devices)))
+        as continued shell lines (generator/devices/flags.py)."""
+        flags = self._module("devices.flags").run_flags(str(target), int(str(devices)))
         return " \\\n  ".join(flags)
 
     def project_record(self, context: Mapping[str, object]) -> str:
@@ -228,7 +228,7 @@ class Filters:
         commit = getattr(template_commit, "__wrapped__", template_commit)(HERE)
         if commit:
             record["template_commit"] = commit
-        options = self._module("options").Options
+        options = self._module("render.options").Options
         record.update({f.name: str(context[f.name]) for f in fields(options)})
         return json.dumps(record, indent=2)
 

@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from generator import engine  # noqa: E402
 from generator.image.context import code_files, pack  # noqa: E402
-from generator.options import Options  # noqa: E402
-from generator.project import render  # noqa: E402
+from generator.render.options import Options  # noqa: E402
+from generator.render.project import render  # noqa: E402
 from tests.integration.conftest import PINS, STANDIN_BASE, wheelhouse_for  # noqa: E402
 
 MB = 1e6

@@ -61,16 +61,16 @@ class Digits:
     test_labels: np.ndarray
 
 
-def digits_as_mnist():  # -> generator.sample_data.MnistArrays
-    """The digits as the template ships them (generator/sample_data.py: numpy, scikit-learn)."""
-    from generator.sample_data import digits_as_mnist as arrays
+def digits_as_mnist():  # -> generator.render.sample_data.MnistArrays
+    """The digits as the template ships them (generator/render/sample_data.py)."""
+    from generator.render.sample_data import digits_as_mnist as arrays
 
     return arrays()
 
 
 def write_idx_files(directory: Path, files: dict[str, np.ndarray]) -> None:
     """Each array as a flat (not gzipped) idx file in directory."""
-    from generator.sample_data import write_idx
+    from generator.render.sample_data import write_idx
 
     for name, array in files.items():
         write_idx(directory / name, array, gz=False)
@@ -115,8 +115,8 @@ def training_split(digits: Digits) -> tuple[np.ndarray, np.ndarray]:
 
 
 def render_project(work: Path, name: str, **options: str) -> Path:
-    from generator.options import Options
-    from generator.project import render
+    from generator.render.options import Options
+    from generator.render.project import render
 
     return render(Options(project=name, platform="generic", **options), work)  # type: ignore[arg-type]
 

@@ -1,7 +1,7 @@
 """train-template: generate training projects for OpenI, ModelArts/Ascend and CUDA clusters.
 
 Kept import-free on purpose: the template's hooks and Jinja extension import
-submodules of this package (``generator.options``, ``generator.shipped.ranktable``)
+submodules of this package (``generator.render.options``, ``generator.shipped.ranktable``)
 with nothing but cookiecutter installed.
 """
 

@@ -1,5 +1,5 @@
 """Run the CLI as ``python -m generator``."""
 
-from generator.cli import main
+from generator.cli.main import main
 
 main()

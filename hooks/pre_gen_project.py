@@ -2,7 +2,7 @@
 
 Cookiecutter (or cruft) renders this file with Jinja, then runs it in the new project
 directory; on a non-zero exit it deletes that directory again. The checks live in
-generator/options.py, shared with `gen new`, so both say the same thing.
+generator/render/options.py, shared with `gen new`, so both say the same thing.
 
 Standard library only. The template's Jinja extension (local_extensions.py) names the
 directory of the template's own generator package as ``template_code``: any renderer
@@ -20,7 +20,7 @@ sys.path.insert(0, json.loads(r""" {{ template_code | tojson }} """))
 sys.dont_write_bytecode = True
 
 from generator.errors import OptionError  # noqa: E402
-from generator.options import validate  # noqa: E402
+from generator.render.options import validate  # noqa: E402
 
 try:
     validate(CONTEXT)

@@ -9,12 +9,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from generator.errors import CatalogError
-from generator.options import FRAMEWORKS
+from generator.render.options import FRAMEWORKS
 
 TARGETS = ("cuda", "ascend")
 # The chip names ascendai/cann tags use: Ascend 910, Atlas A2 (910B), Atlas A3.
 CHIPS = ("910", "910b", "a3")
-# A project's --chip (its rank-table rules, generator/options.py) as those tags name it.
+# A project's --chip (its rank-table rules, generator/render/options.py) as those tags name it.
 TAG_CHIP = {"910": "910", "910b": "910b", "910_93": "a3"}
 # The chip of an Ascend default when none is named (a project's default chip).
 DEFAULT_CHIP = "910b"

@@ -20,7 +20,7 @@ from generator.catalog.model import (
     PytorchPin,
 )
 from generator.errors import CatalogError
-from generator.options import FRAMEWORKS
+from generator.render.options import FRAMEWORKS
 
 
 class UniqueKeyLoader(yaml.SafeLoader):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generator.catalog.model import CHIPS, IMAGE_RE, LABELS, Catalog, Entry, did_you_mean
-from generator.options import FRAMEWORKS
+from generator.render.options import FRAMEWORKS
 
 # Where the CANN bases' Dockerfiles live: the folders of cann/ are the ascendai/cann tags,
 # each built for linux/amd64 and linux/arm64 (.github/workflows/build_and_push_cann.yml).

@@ -29,7 +29,7 @@ def doctor(project_dir: Path | None, target: str | None, root: str, as_json: boo
     project) can run the job: one line a check, ✓, ✗ (what was found, what is needed, the
     fix) or – (does not apply). Exits 1 on any ✗."""
     from generator.doctor import subject as checks
-    from generator.project import RECORD_FILE, read_record
+    from generator.render.project import RECORD_FILE, read_record
     from generator.shipped.hostcheck import FAIL
 
     here = project_dir or Path(".")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from generator.cli.args import PROJECT_DIR
-from generator.options import TARGETS
+from generator.render.options import TARGETS
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -114,8 +114,8 @@ def job() -> None:
 def render(project_dir: Path, output: Path | None, force: bool, **given: object) -> None:
     from generator.jobs.manifests import render as render_text
     from generator.jobs.spec import JobRequest, resolve
-    from generator.outfile import write_new
-    from generator.project import read_record
+    from generator.render.outfile import write_new
+    from generator.render.project import read_record
 
     project_dir = project_dir.resolve()
     spec = resolve(read_record(project_dir), JobRequest(**given), project_dir)  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from generator.errors import OptionError
-from generator.options import (
+from generator.render.options import (
     ARCHES,
     CHIPS,
     DEVICES_PER_NODE,
@@ -80,7 +80,7 @@ def new(
     set_pairs: tuple[str, ...],
 ) -> None:
     """Generate the training project PROJECT (a directory under --output-dir)."""
-    from generator.project import collect_options, next_command, render
+    from generator.render.project import collect_options, next_command, render
 
     given: dict[str, object | None] = _parse_set(set_pairs)
     flags = {

@@ -33,7 +33,7 @@ def _chip(given: str | None) -> str:
     """--chip, else the chip the project in this directory was generated for, else 910b."""
     if given:
         return given
-    from generator.project import RECORD_FILE, read_record
+    from generator.render.project import RECORD_FILE, read_record
 
     # A damaged record is reported, not read as the default chip's project.
     if not (Path.cwd() / RECORD_FILE).is_file():

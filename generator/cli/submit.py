@@ -84,7 +84,7 @@ def modelarts(
     timeout: float,
 ) -> None:
     """Create a ModelArts training job that runs PROJECT_DIR's image (default: here)."""
-    from generator.submit import describe, job_spec, record
+    from generator.submit.command import describe, job_spec, record
     from generator.submit.modelarts import check_environment, request_body
 
     environment = _parse_set(envs)
@@ -117,7 +117,7 @@ def modelarts(
 @_api_options
 def status(job_id: str, region: str, endpoint: str | None, timeout: float) -> None:
     """A training job's phase and tasks."""
-    from generator.submit import describe
+    from generator.submit.command import describe
 
     for line in describe(_client(region, endpoint, timeout).show(job_id)):
         click.echo(line)

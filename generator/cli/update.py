@@ -47,7 +47,7 @@ def update(
     in git, for git mergetool); files you deleted stay deleted. A template older than
     the project's is refused unless --to names it.
     """
-    from generator import update as updating
+    from generator.update import command as updating
     from generator.update import state
 
     project_dir = project_dir.resolve()

@@ -36,7 +36,7 @@ TOOLKIT_LISTS = {
 
 
 def driver_table() -> dict[str, dict[str, str]]:
-    from generator.project import template_dir
+    from generator.render.project import template_dir
 
     data = yaml.safe_load((template_dir() / "images" / "drivers.yaml").read_text("utf-8"))
     return {

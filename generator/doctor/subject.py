@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generator import catalog
 from generator.errors import CatalogError, GenError
-from generator.options import Options
+from generator.render.options import Options
 from generator.shipped.hostcheck import Result
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from generator.engine.local import DockerEngine
-from generator.engine.sdk import API_TIMEOUT_S, context_files
-from generator.engine.sdk import connect as _connect
+from generator.engine.local import DockerEngine, connect
+from generator.engine.sdk import context_files
 from generator.engine.types import (
     Auth,
     BuildContext,
@@ -33,8 +32,3 @@ __all__ = [
     "connect",
     "context_files",
 ]
-
-
-def connect(timeout_s: int = API_TIMEOUT_S) -> Engine:
-    """The engine DOCKER_HOST names (else /var/run/docker.sock); EngineUnavailable if none."""
-    return DockerEngine(_connect(timeout_s))

@@ -6,7 +6,8 @@ from typing import IO, Any
 
 from generator.engine import build as builds
 from generator.engine import registry, run
-from generator.engine.sdk import Sdk
+from generator.engine.sdk import API_TIMEOUT_S, Sdk
+from generator.engine.sdk import connect as sdk_connect
 from generator.engine.types import (
     Auth,
     BuildContext,
@@ -87,3 +88,8 @@ class DockerEngine:
         return registry.pull(
             self._sdk, reference, auth=auth, on_progress=on_progress, platform=platform
         )
+
+
+def connect(timeout_s: int = API_TIMEOUT_S) -> DockerEngine:
+    """The engine DOCKER_HOST names (else /var/run/docker.sock); EngineUnavailable if none."""
+    return DockerEngine(sdk_connect(timeout_s))

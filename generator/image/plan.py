@@ -12,8 +12,8 @@ from generator.errors import GenError, OptionError
 from generator.git import origin_url, public_url, revision
 from generator.image.dockerfile import Split, arg_defaults, split
 from generator.image.python import Interpreter, PinPythons, named
-from generator.options import Options
-from generator.project import read_record
+from generator.render.options import Options
+from generator.render.project import read_record
 
 TARGETS_OF = {"cuda": ("cuda",), "ascend": ("ascend",), "both": ("cuda", "ascend")}
 

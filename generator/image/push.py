@@ -14,8 +14,8 @@ from generator import engine as engines
 from generator.engine import Engine, Progress
 from generator.errors import GenError, OptionError
 from generator.image.plan import check_target, default_tag
-from generator.options import Options
-from generator.project import read_record
+from generator.render.options import Options
+from generator.render.project import read_record
 
 REGISTRY_USER_ENV = "GEN_REGISTRY_USER"
 REGISTRY_PASSWORD_ENV = "GEN_REGISTRY_PASSWORD"

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator import engine as engines
-from generator.accelerators import detect
+from generator.devices.host import detect
 from generator.engine import Engine, Lines
 from generator.errors import ContainerFailed
 from generator.image import arch as arches
 from generator.image.plan import check_target, default_tag
-from generator.project import read_record
+from generator.render.project import read_record
 
 OUTPUT_IN_CONTAINER = "/output"
 RECORD_FILES = ("hparams.json", "metrics.jsonl", "artifacts.json")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generator.errors import ImageUnknown, KindDoesNotFit, OptionError
 from generator.jobs import ascend, names
-from generator.options import DEVICES_PER_NODE, EIGHT_ONLY_CHIPS, MAX_NODES, Options
+from generator.render.options import DEVICES_PER_NODE, EIGHT_ONLY_CHIPS, MAX_NODES, Options
 
 KINDS = ("trainjob", "pytorchjob", "volcano", "ascendjob")
 ACCELERATORS = ("cuda", "ascend")
@@ -35,7 +35,7 @@ TRAINER_VERSIONS = ("2.0", "2.1", "2.2+")
 # Trainer's gang plugins; the other kinds are gangs by themselves (see gen job render --help).
 GANGS = ("volcano", "coscheduling")
 # Devices a node may give one pod: Atlas A3 (910_93) servers and Atlas A2 Box16 (910b)
-# servers hold 16 NPUs, an Atlas training server (910) 8 (generator/options.py, from
+# servers hold 16 NPUs, an Atlas training server (910) 8 (generator/render/options.py, from
 # generator/shipped/ranktable/rules.py CHIPS, with sources).
 DEFAULT_JOIN_TIMEOUT = 600
 CLAIM = "PersistentVolumeClaim"

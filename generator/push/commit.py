@@ -21,10 +21,10 @@ from pathlib import Path
 
 from generator.errors import GitFailed, IdentityMissing, OptionError, UnsafeFiles
 from generator.git import Git, base_env, public_url
-from generator.project import read_record
 from generator.push import filescan
 from generator.push.filescan import DEFAULT_MAX_MB, TOKEN_ENV
 from generator.push.remote import Credentials, askpass, check_remote, classify, refusal, url_user
+from generator.render.project import read_record
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 

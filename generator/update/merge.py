@@ -11,7 +11,7 @@ from pathlib import Path
 
 from generator.errors import UpdateError
 from generator.git import Git
-from generator.pristine import Entry
+from generator.render.pristine import Entry
 from generator.update.plan import Action, Step
 
 SIDECAR = ".gen-new"

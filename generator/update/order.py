@@ -17,12 +17,12 @@ from pathlib import Path
 
 from generator import __version__
 from generator.errors import UpdateError
-from generator.pristine import RECORD
+from generator.render.pristine import RECORD
 from generator.version import template_commit, template_history
 
 # Answers added to the template after projects began to record theirs, with the commit
 # that added each: a record from before it lacks the answer and takes its default; one
-# from after it must hold it. (generator/project.py's read_record refuses any other key.)
+# from after it must hold it. (generator/render/project.py's read_record refuses any other key.)
 KEYS_ADDED = {"arch": "20174255bf381cd58481687d629bc24b17c0be34"}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from generator.pristine import Entry
+from generator.render.pristine import Entry
 
 
 class Action(str, Enum):

@@ -15,8 +15,8 @@ from pathlib import Path
 from generator import __version__
 from generator.errors import GenError, UpdateError
 from generator.git import Git
-from generator.options import Options
-from generator.pristine import RECORD, Entry, snapshot
+from generator.render.options import Options
+from generator.render.pristine import RECORD, Entry, snapshot
 from generator.update.order import History, Identity, version_in
 
 
@@ -45,7 +45,7 @@ def _read(created: Path) -> Render:
 
 def own(options: Options) -> Render:
     """This tool's template rendered with ``options``."""
-    from generator.project import render
+    from generator.render.project import render
 
     with tempfile.TemporaryDirectory(prefix="gen-update-") as tmp:
         return _read(render(options, Path(tmp)))

@@ -18,10 +18,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from generator import pristine
 from generator.errors import OptionError, UpdateError
 from generator.git import Git
-from generator.pristine import STATE_DIR, Entry
+from generator.render import pristine
+from generator.render.pristine import STATE_DIR, Entry
 
 PENDING = f"{STATE_DIR}/pending"
 STATE = "state.json"

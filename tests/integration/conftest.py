@@ -23,8 +23,8 @@ import pytest
 
 from generator import engine
 from generator.image.build import KEY_LABEL
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.conftest import gen
 from tests.integration.gitservers import GitDaemon, GitHttp, bare_repo
 from tests.integration.netns import Hosts, two_hosts

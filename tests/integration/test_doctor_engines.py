@@ -14,8 +14,8 @@ import pytest
 
 from generator import catalog, engine
 from generator.doctor import host as doctor
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from generator.shipped.hostcheck import FAIL, OK
 from tests.integration.conftest import STANDIN_BASE
 from tests.integration.private_daemon import PrivateDaemon

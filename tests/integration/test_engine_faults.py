@@ -19,7 +19,7 @@ import pytest
 from generator import engine
 from generator.errors import EngineUnavailable
 from generator.image.context import pack
-from generator.options import Options
+from generator.render.options import Options
 from tests.integration.conftest import STANDIN_BASE, commit_all, committed_project
 from tests.integration.private_daemon import PrivateDaemon
 from tests.integration.registry import LocalRegistry

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from generator import engine
-from generator.accelerators import detect
+from generator.devices.host import detect
 from generator.image.build import KEY_LABEL
-from generator.options import Options
+from generator.render.options import Options
 from tests.conftest import gen
 from tests.integration.conftest import (
     NO_NPU,

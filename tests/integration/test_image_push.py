@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from generator import engine
-from generator.options import Options
+from generator.render.options import Options
 from tests.conftest import gen
 from tests.integration.conftest import build_image, small_build_args, small_project
 from tests.integration.gitservers import free_port

@@ -12,8 +12,8 @@ import pytest
 from generator import engine
 from generator.doctor import project as doctor
 from generator.doctor.subject import subject as doctor_subject
-from generator.options import Options
-from generator.project import read_record
+from generator.render.options import Options
+from generator.render.project import read_record
 from generator.shipped.hostcheck import FAIL
 from tests.conftest import gen
 from tests.integration.conftest import (

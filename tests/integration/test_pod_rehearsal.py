@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.integration import operators
 from tests.integration.netns import Hosts, finish
 from tests.template.launchers import assert_all_gone

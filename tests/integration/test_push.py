@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.conftest import gen
 from tests.integration.conftest import GitServers
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 
 IMAGE = os.environ.get("STANDIN_PY39", "train-template/standin-base:bullseye-py39-pil")
 PACKAGES = "python3,python3-numpy,python3-yaml,python3-pytest,python3-pil"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.project import template_dir
+from generator.render.project import template_dir
 from tests.conftest import gen
 
 BAD_PROJECTS = [

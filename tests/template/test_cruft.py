@@ -25,8 +25,8 @@ from typing import NamedTuple
 import pytest
 
 from generator import __version__
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.template import versions
 from tests.template.versions import REPO, V2, V2_COMMENT, git
 
@@ -46,7 +46,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     old = versions.version_1(work / "source")
     init = old / "generator" / "__init__.py"
     init.write_text(init.read_text().replace(f'"{__version__}"', f'"{OLD}"'))
-    with (old / "generator" / "layout.py").open("a", encoding="utf-8") as layout:
+    with (old / "generator" / "render" / "layout.py").open("a", encoding="utf-8") as layout:
         layout.write(
             "\n\n_finalize = finalize\n\n\n"
             "def finalize(root, options):  # noqa: F811\n"
@@ -108,12 +108,12 @@ def test_a_caller_holding_another_generator_keeps_it(venv: Path, tmp_path: Path)
     the render uses the template's code, and the caller's modules are its own again."""
     script = (
         "import json, sys\n"
-        "import generator, generator.options\n"
+        "import generator, generator.render.options\n"
         "from cookiecutter.main import cookiecutter\n"
         f"cookiecutter({str(REPO)!r}, no_input=True, output_dir={str(tmp_path)!r},\n"
         "             extra_context={'project': 'inproc'})\n"
         "print(json.dumps([generator.__version__, sys.modules['generator'] is generator,\n"
-        "                  sys.modules['generator.options'] is generator.options]))\n"
+        "                  sys.modules['generator.render.options'] is generator.render.options]))\n"
     )
     kept = json.loads(run([venv, "-c", script], tmp_path).stdout)
     assert kept == [OLD, True, True]

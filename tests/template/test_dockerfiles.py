@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.image.dockerfile import instructions, split
-from generator.project import template_dir
+from generator.render.project import template_dir
 from tests.conftest import RenderProject, gen
 
 FRAMEWORKS = ("pytorch", "mindspore")
@@ -23,8 +23,8 @@ GOLDEN_CASES = [
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from generator.options import Options
-    from generator.project import render
+    from generator.render.options import Options
+    from generator.render.project import render
 
     return {
         fw: render(Options("demo", framework=fw, target="both"), tmp_path_factory.mktemp(fw))

@@ -19,8 +19,8 @@ from generator import catalog
 from generator.doctor import host as checks
 from generator.doctor.subject import Subject
 from generator.engine.registry import refusal_reason
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from generator.shipped.hostcheck import key_values
 from tests.unit.test_hostcheck import DATA, npu_smi_that_writes, tree
 

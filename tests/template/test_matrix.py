@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.options import (
+from generator.render.options import (
     DEVICES_PER_NODE,
     FRAMEWORKS,
     MS_TRAIN_LOOPS,
@@ -26,7 +26,7 @@ from generator.options import (
     TARGETS,
     Options,
 )
-from generator.project import render
+from generator.render.project import render
 from generator.shipped.ranktable import tables as ranktable
 
 BIN = Path(sys.executable).parent

@@ -30,8 +30,8 @@ NODE_1 = {
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A PyTorch project for 4 GPUs a node (torchrun), rendered once for this module."""
-    from generator.options import Options
-    from generator.project import render
+    from generator.render.options import Options
+    from generator.render.project import render
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

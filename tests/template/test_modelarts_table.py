@@ -38,8 +38,8 @@ NODE_1_RANKS = [(8, 4 + i, 4 + i) for i in range(4)]
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A PyTorch project for 2 nodes x 4 Ascend NPUs, rendered once for this module."""
-    from generator.options import Options
-    from generator.project import render
+    from generator.render.options import Options
+    from generator.render.project import render
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from cookiecutter.main import cookiecutter
 
-from generator import options
-from generator.options import Options
-from generator.project import render, template_dir
+from generator.render import options
+from generator.render.options import Options
+from generator.render.project import render, template_dir
 
 SAMPLES = [
     Options(f"same{i}", framework, target, platform, devices, nnodes, loop, chip)

@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 import jsonschema
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 
 AK, SK, PROJECT_ID = (
     "TESTAK0123456789ABCD",

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.pristine import ARCHIVE, RECORD
-from generator.project import render
+from generator.render.options import Options
+from generator.render.pristine import ARCHIVE, RECORD
+from generator.render.project import render
 from tests.template import versions
 from tests.template.versions import (
     BINARY,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from generator import __version__
-from generator.pristine import ARCHIVE, RECORD
-from generator.project import template_dir
+from generator.render.pristine import ARCHIVE, RECORD
+from generator.render.project import template_dir
 from generator.update import order
 from generator.version import COMMIT_FILE, HISTORY_FILE
 from tests.template import versions
@@ -41,7 +41,7 @@ V2_README = "Template v2 added this line at the end."
 UPDATE_CODE = (
     "hatch_build.py",
     "generator/version.py",
-    "generator/pristine.py",
+    "generator/render/pristine.py",
     "generator/cli/update.py",
     *(str(p.relative_to(REPO)) for p in sorted((REPO / "generator/update").glob("*.py"))),
 )

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from generator import __version__
-from generator import options as opts
-from generator.project import REPO_ROOT_MARKERS, template_dir
+from generator.render import options as opts
+from generator.render.project import REPO_ROOT_MARKERS, template_dir
 from generator.version import COMMIT_FILE, template_commit
 from tests.template import versions
 
@@ -40,8 +40,8 @@ RENDER_ALL = """
 import hashlib, json, shutil, sys, tempfile
 from pathlib import Path
 import generator
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 out = {"module": generator.__file__}
 with tempfile.TemporaryDirectory() as tmp:
     for i, combo in enumerate(json.loads(sys.argv[1])):

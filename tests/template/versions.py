@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from generator import __version__
-from generator.project import REPO_ROOT_MARKERS
+from generator.render.project import REPO_ROOT_MARKERS
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = "{{cookiecutter.project}}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.sample_data import digits_as_mnist
+from generator.render.sample_data import digits_as_mnist
 
 FEATURES = 64
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.project import render
-from generator.sample_data import write_sample_dataset
+from generator.render.options import Options
+from generator.render.project import render
+from generator.render.sample_data import write_sample_dataset
 from tests.training.runs import train
 
 

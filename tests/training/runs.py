@@ -149,7 +149,7 @@ def render_isolated(options: object, dest: Path, home: Path) -> Path:
     isolated HOME applies to single tests only)."""
     import pytest
 
-    from generator.project import render
+    from generator.render.project import render
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))

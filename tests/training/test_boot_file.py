@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
+from generator.render.options import Options
 from tests.training.byo import NAMED, write_named_classes
 from tests.training.runs import FAKE_MOXING, c2net_env, clean_env, free_port, ok, render_isolated
 

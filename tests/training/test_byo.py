@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.training import runs
 
 # Enough for 0.9 on the validation split with margin: PyTorch's mynet reaches 0.90 after 4

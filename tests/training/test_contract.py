@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.training import runs
 from tests.training.test_byo import fresh, readme_section
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from generator.options import Options
-from generator.project import render
+from generator.render.options import Options
+from generator.render.project import render
 from tests.training import runs
 
 FRAMEWORKS = ["pytorch", "mindspore"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator.options import Options
+from generator.render.options import Options
 from tests.training import runs
 from tests.training.byo import NAMED, write_named_classes
 from tests.training.runs import ok

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from generator.accelerators import ASCEND_MOUNTS, Accelerators, ascend_groups, detect
+from generator.devices.host import ASCEND_MOUNTS, Accelerators, ascend_groups, detect
 
 
 def test_the_davinci_manager_group_comes_from_its_stat() -> None:

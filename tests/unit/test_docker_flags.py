@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.accelerators import ASCEND_MOUNTS, detect
-from generator.docker_flags import run_flags
+from generator.devices.flags import run_flags
+from generator.devices.host import ASCEND_MOUNTS, detect
 
 
 def test_gpus_come_through_the_nvidia_runtime() -> None:

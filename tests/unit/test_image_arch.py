@@ -10,7 +10,7 @@ import pytest
 from generator.engine.types import ImageInfo
 from generator.errors import GenError
 from generator.image import arch
-from generator.options import Options, validate
+from generator.render.options import Options, validate
 
 # /proc/sys/fs/binfmt_misc/qemu-aarch64 as Debian's qemu-user-static registers it.
 REGISTERED = """enabled

@@ -19,7 +19,7 @@ import yaml
 from generator.errors import KindDoesNotFit
 from generator.jobs import manifests
 from generator.jobs import spec as jobs
-from generator.options import FRAMEWORKS, TARGETS, Options
+from generator.render.options import FRAMEWORKS, TARGETS, Options
 from tests import k8s_schema
 
 EXPECTED_FITS = {

@@ -11,7 +11,7 @@ import pytest
 from generator.errors import GenError, ImageUnknown, KindDoesNotFit, OptionError
 from generator.jobs import manifests
 from generator.jobs import spec as jobs
-from generator.options import Options
+from generator.render.options import Options
 
 IMAGE = "registry.example.com/team/demo:cuda-1"
 

@@ -19,7 +19,7 @@ import pytest
 from generator.errors import OptionError
 from generator.jobs import manifests
 from generator.jobs import spec as jobs
-from generator.options import Options
+from generator.render.options import Options
 from tests import k8s_schema
 
 IMAGE = "registry.example.com/team/demo:ascend-1"

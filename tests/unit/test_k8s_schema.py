@@ -12,7 +12,7 @@ import pytest
 
 from generator.jobs import manifests
 from generator.jobs import spec as jobs
-from generator.options import Options
+from generator.render.options import Options
 from tests import k8s_schema
 
 Doc = dict[str, Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import OptionError
-from generator.options import Options, validate
+from generator.render.options import Options, validate
 
 GOOD = {
     "project": "mnist-lenet",

@@ -6,8 +6,8 @@ import pytest
 
 from generator.errors import GenError, OptionError
 from generator.image.push import registry_auth, registry_target
-from generator.options import Options
 from generator.push.remote import Credentials, check_remote, credentials_from_env
+from generator.render.options import Options
 
 TOKEN = "0123456789abcdef" * 2 + "01234567"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.options import Options
+from generator.render.options import Options
 from generator.shipped.ranktable import tables as rt
 
 IPS = [f"192.168.{100 + i % 4}.{101 if i < 4 else 100}" for i in range(8)]

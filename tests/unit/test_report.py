@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generator.cli import main
+from generator.cli.main import main
 from generator.shipped import report
 
 # Two runs of different lengths. Per epoch: the steps logged, the train row's loss, seconds

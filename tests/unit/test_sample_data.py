@@ -1,4 +1,4 @@
-"""The digits every project ships: what generator.sample_data writes, and in MNIST's format."""
+"""The digits every project ships: what generator.render.sample_data writes, in MNIST's format."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from generator.sample_data import (
+from generator.render.sample_data import (
     TEMPLATE_DATA_DIR,
     digits_as_mnist,
     idx_bytes,
@@ -42,7 +42,7 @@ def test_shipped_files_are_what_the_generator_writes(tmp_path: Path) -> None:
         assert gzip.decompress(shipped) == gzip.decompress(fresh), f"{name}: the data changed"
         assert shipped == fresh, (
             f"{name}: same data, other gzip bytes (another zlib build?); "
-            "regenerate with python -m generator.sample_data"
+            "regenerate with python -m generator.render.sample_data"
         )
 
 

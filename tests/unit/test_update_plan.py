@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import pristine
-from generator.pristine import Damaged, Entry, entry
+from generator.render import pristine
+from generator.render.pristine import Damaged, Entry, entry
 from generator.update.order import Direction, History, Identity, direction, missing_keys
 from generator.update.plan import Action, decide
 from generator.version import COMMIT_FILE, HISTORY_FILE, template_history

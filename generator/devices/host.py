@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.docker_flags import ASCEND_CONTROL, ASCEND_MANAGER, ASCEND_MOUNTS
+from generator.devices.flags import ASCEND_CONTROL, ASCEND_MANAGER, ASCEND_MOUNTS
 from generator.engine import ContainerSpec
 
 __all__ = ["ASCEND_MOUNTS", "Accelerators", "ascend_groups", "detect"]

@@ -1,5 +1,5 @@
 """What `docker run` must give a training container on each accelerator, as data: one source
-for gen image smoke (generator/accelerators.py) and the generated README's `docker run` lines.
+for gen image smoke (generator/devices/host.py) and the generated README's `docker run` lines.
 
 Standard library only: the template's filters (local_extensions.py) read it under plain
 cookiecutter.

@@ -3,7 +3,7 @@
 The 1,797 real 8x8 scans of the UCI handwritten digits data set are scaled up
 to MNIST's 28x28 uint8 format, so a freshly generated project trains out of the
 box with no download and the same loader later reads the real MNIST.
-Regenerate the template's copy with ``python -m generator.sample_data``.
+Regenerate the template's copy with ``python -m generator.render.sample_data``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 # Where the template keeps the copy every generated project receives.
-TEMPLATE_DATA_DIR = Path(__file__).resolve().parent.parent / "{{cookiecutter.project}}" / "data"
+TEMPLATE_DATA_DIR = Path(__file__).resolve().parents[2] / "{{cookiecutter.project}}" / "data"
 
 SEED = 0
 TEST_FRACTION = 0.2

@@ -22,10 +22,10 @@ from generator.errors import (
     RenderError,
     TemplateNotFound,
 )
-from generator.layout import finalize
-from generator.options import Options, validate
+from generator.render.layout import finalize
+from generator.render.options import Options, validate
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # generator/
 # What the template is made of, at the repo root and inside the wheel (pyproject.toml).
 REPO_ROOT_MARKERS = (
     "cookiecutter.json",
@@ -156,7 +156,7 @@ def _generate(template: Path, extra: dict[str, str], output_dir: Path) -> Path:
 
     It skips what a local render never uses and costs a third of gen new's time:
     importing URL and zip support (requests), the replay file, and the hooks, whose
-    checks (generator.options, generator.layout) run in-process instead of in two
+    checks (generator.render.options, generator.render.layout) run in-process instead of in two
     fresh interpreters.
     """
     from cookiecutter.generate import generate_context, generate_files

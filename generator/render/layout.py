@@ -10,8 +10,8 @@ import shutil
 import stat
 from pathlib import Path
 
-from generator import pristine
-from generator.options import FRAMEWORKS, Options
+from generator.render import pristine
+from generator.render.options import FRAMEWORKS, Options
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
 ASCEND_ONLY = (
@@ -43,7 +43,7 @@ MS_LOOP_TESTS = {"custom": "checks/test_custom_loop.py"}
 def finalize(project_dir: Path, options: Options) -> None:
     """Move ``_<framework>/`` over the project root, remove the other overlays,
     drop target-specific files that do not apply, make the scripts executable and
-    keep a copy of the result (generator/pristine.py)."""
+    keep a copy of the result (generator/render/pristine.py)."""
     overlay = project_dir / f"_{options.framework}"
     for source in sorted(overlay.rglob("*")):
         if source.is_file():

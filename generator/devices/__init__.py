@@ -1,0 +1,1 @@
+"""What containers need from the accelerators: docker flags (flags.py), detection (host.py)."""

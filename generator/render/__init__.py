@@ -1,0 +1,1 @@
+"""The render pipeline: options, the cookiecutter render, the layout, pristine copies."""

@@ -106,10 +106,13 @@ class TemplateRepo:
             encoding="utf-8",
         )
         answers = [f"{key}={value}" for key, value in options.as_context().items()]
-        # Run from the template's root, so that its own generator package (hooks,
-        # Jinja extension) is imported, not this tool's.
+        # Run from the template's root, named absolutely, so that its own generator
+        # package is imported, not this tool's: by the Jinja extension (the root is
+        # sys.path[0]) and by the hooks of early templates, which put _repo_dir first on
+        # their path in the new project's directory (a "." there is not the template).
         result = subprocess.run(
-            [sys.executable, "-m", "cookiecutter", "--no-input", "-o", str(out), ".", *answers],
+            [sys.executable, "-m", "cookiecutter", "--no-input", "-o", str(out), str(self.root)]
+            + answers,
             cwd=self.root,
             env={**os.environ, "COOKIECUTTER_CONFIG": str(config), "PYTHONPATH": ""},
             capture_output=True,

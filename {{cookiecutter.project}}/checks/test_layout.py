@@ -1,6 +1,6 @@
 """The project's layout holds: the platform floor (src/scaffold/) never imports your files,
-no module of it imports one that imports it back, and each option is declared once
-(config.yaml and README.md name exactly the flags' options)."""
+its layers only point down, no module of it imports one that imports it back, and each
+option is declared once (config.yaml and README.md name exactly the flags' options)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from src.scaffold.config import DEFAULT_CONFIG, options_of
 PROJECT = Path(__file__).resolve().parent.parent
 SCAFFOLD = PROJECT / "src" / "scaffold"
 YOURS = ("src.model", "src.data", "src.step")
+# The floor's layers, bottom first: a module imports only from its own layer and those below.
+LAYERS = ("errors", "config", "storage", "data", "task", "outputs", "backend", "run", "infer")
 
 
 def module_name(path: Path) -> str:
@@ -52,6 +54,22 @@ def test_the_scaffold_never_imports_your_files() -> None:
         for path in SCAFFOLD.rglob("*.py")
     }
     assert {name: found for name, found in reaching.items() if found} == {}
+
+
+def layer(module: str) -> int | None:
+    """The layer of src.scaffold.<layer>[...], else None (the package's own __init__)."""
+    parts = module.split(".")
+    return LAYERS.index(parts[2]) if len(parts) > 2 and parts[2] in LAYERS else None
+
+
+def test_the_floors_layers_only_point_down() -> None:
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, targets in scaffold_graph().items()
+        for target in targets
+        if layer(name) is not None and (layer(target) or 0) > layer(name)
+    )
+    assert upward == []
 
 
 def test_no_scaffold_module_imports_one_that_imports_it_back() -> None:

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from src.scaffold.backend.schedule import Schedule
 from src.scaffold.errors import ConfigError
-from src.scaffold.run.schedule import Schedule
 
 
 def schedule(name: str, warmup: float = 0.0, **extra: float) -> Schedule:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from src.scaffold.backend.api import BatchPlan
-from src.scaffold.data.sharding import epoch_order, rank_batches
+from src.scaffold.data.sharding import BatchPlan, epoch_order, rank_batches
 from src.scaffold.errors import ConfigError
 
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from checks.test_batches import SHAPE, split_of
-from src.scaffold.backend.api import BatchPlan
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig
 from src.scaffold.data.images import ImageFolderReader
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.readers import augment
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import DataInfo, Split, Splits, hold_out
 
 

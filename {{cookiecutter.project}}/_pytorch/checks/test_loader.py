@@ -8,8 +8,8 @@ import torch
 from torch.utils.data import DistributedSampler
 
 from src.scaffold.backend import loader
-from src.scaffold.backend.api import BatchPlan
 from src.scaffold.backend.loader import InMemory, Normalise, PlanSampler, SplitDataset, Streamed
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import synthetic
 
 SAMPLES, BATCH = 100, 8

@@ -9,15 +9,14 @@ the run record, uploads, signals) is src/scaffold/run/'s, written once for both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from src.scaffold.data.sharding import rank_batches
+from src.scaffold.backend.schedule import Schedule
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
-from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 
@@ -31,50 +30,6 @@ class EpochEnd(Protocol):
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         """After each epoch: its mean train loss over the ranks and the seconds it took."""
         ...
-
-
-@dataclass(frozen=True)
-class BatchPlan:
-    """Which samples each step of each epoch trains on, for this rank (data/sharding.py),
-    cut short after ``max_steps`` steps in all when a performance run asks for that."""
-
-    num_samples: int
-    batch_size: int
-    world_size: int
-    rank: int
-    seed: int
-    max_steps: int | None = None
-
-    @property
-    def steps_per_epoch(self) -> int:
-        return self.num_samples // (self.batch_size * self.world_size)
-
-    def steps_in(self, epoch: int) -> int:
-        """Training steps in ``epoch``: fewer in the one where max_steps runs out."""
-        if self.max_steps is None:
-            return self.steps_per_epoch
-        left = self.max_steps - (epoch - 1) * self.steps_per_epoch
-        return max(0, min(self.steps_per_epoch, left))
-
-    def steps_done(self, epoch: int) -> int:
-        """Training steps taken by the end of ``epoch``."""
-        steps = epoch * self.steps_per_epoch
-        return steps if self.max_steps is None else min(steps, self.max_steps)
-
-    def last_epoch(self, epoch_size: int) -> int:
-        """The epoch in which max_steps runs out (epoch_size without a limit)."""
-        if self.max_steps is None:
-            return epoch_size
-        return min(epoch_size, -(-self.max_steps // max(self.steps_per_epoch, 1)))
-
-    def batches(self, epoch: int) -> np.ndarray:
-        """This rank's sample indices for ``epoch``, shape (steps, batch_size)."""
-        plan = rank_batches(
-            self.num_samples, self.batch_size, self.world_size, self.rank, self.seed, epoch
-        )
-        if self.max_steps is not None:
-            plan = plan[: max(0, self.max_steps - (epoch - 1) * self.steps_per_epoch)]
-        return plan
 
 
 class Backend(Protocol):

@@ -134,7 +134,7 @@ class Config:
     data_random_flip: bool = option(
         False, boolean, "augmentation: flip images left-right at random", ("--random_flip",)
     )
-    # The learning-rate schedule (src/scaffold/run/schedule.py).
+    # The learning-rate schedule (src/scaffold/backend/schedule.py).
     schedule_name: str = option(
         "constant",
         choice(*SCHEDULES),

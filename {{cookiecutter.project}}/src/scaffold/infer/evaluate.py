@@ -17,13 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from src.scaffold.backend.api import BatchPlan, Framework
+from src.scaffold.backend.api import Framework
+from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
 from src.scaffold.data import finder
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.infer.recorded import Located, locate
 from src.scaffold.outputs.record import EVALS, METRICS
 from src.scaffold.outputs.rundir import run_id_of
-from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import Task
 
 log = logging.getLogger("eval")

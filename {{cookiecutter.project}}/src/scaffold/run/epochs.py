@@ -11,10 +11,11 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from src.scaffold.backend.api import Backend, BatchPlan
+from src.scaffold.backend import guards
+from src.scaffold.backend.api import Backend
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.outputs.checkpoints import Retention, name
 from src.scaffold.outputs.record import RunRecord
-from src.scaffold.run import guards
 from src.scaffold.run.progress import Progress
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage.uploads import Uploader

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     # --output-dir reads the options only: a dry run works with a Python that has no framework.
     missing = _missing(FRAMEWORK, ("yaml",) if argv[:1] == ["--output-dir"] else None)
     if missing is not None:
-        from src.scaffold.run.guards import no_module  # stdlib only, like this check
+        from src.scaffold.backend.guards import no_module  # stdlib only, like this check
 
         print(f"error: {no_module(missing, sys.executable)}", file=sys.stderr)
         return 2

@@ -19,19 +19,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from src.scaffold.backend import devices
-from src.scaffold.backend.api import Backend, BatchPlan, Framework
+from src.scaffold.backend import devices, guards
+from src.scaffold.backend.api import Backend, Framework
+from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
 from src.scaffold.data import finder, sharding
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
 from src.scaffold.outputs.record import HPARAMS, RunRecord
-from src.scaffold.run import ending, guards
+from src.scaffold.run import ending
 from src.scaffold.run.epochs import EpochEnd
 from src.scaffold.run.hostline import host_line
 from src.scaffold.run.progress import Progress
-from src.scaffold.run.schedule import Schedule
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage import where as storage
 from src.scaffold.storage.uploads import Uploader

@@ -17,19 +17,19 @@ import numpy as np
 from mindspore import nn
 from mindspore.amp import auto_mixed_precision
 
-from src.scaffold.backend import devices
-from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend import devices, guards
+from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig, sink_on
+from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import CHECKPOINT_META, Splits
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained, truth
 from src.scaffold.outputs.checkpoints import usual_mode
-from src.scaffold.run import guards
-from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,9 @@ import numpy as np
 from mindspore import nn, ops
 from mindspore.amp import DynamicLossScaler, StaticLossScaler, all_finite
 
-from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend.api import EpochEnd
+
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.backend.loader import sinks_per_epoch
 
 log = logging.getLogger(__name__)

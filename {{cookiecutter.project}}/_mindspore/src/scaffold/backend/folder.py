@@ -19,8 +19,8 @@ from typing import Callable, Iterator
 import mindspore.dataset as ds
 import numpy as np
 
-from src.scaffold.backend.api import BatchPlan
 from src.scaffold.data.images import ImageDecoder, folder_listing
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Split
 from src.scaffold.errors import DatasetError
 

@@ -21,12 +21,11 @@ from collections.abc import Callable, Iterable, Iterator
 import mindspore.dataset as ds
 import numpy as np
 
-from src.scaffold.backend.api import BatchPlan
 from src.scaffold.backend.folder import PngFolder, broken_image
 from src.scaffold.config import Config
 from src.scaffold.data.batches import Batch, BatchReader, Prefetcher
 from src.scaffold.data.normalise import Normalise
-from src.scaffold.data.sharding import cpu_count
+from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Split, Splits
 from src.scaffold.errors import ConfigError, DatasetError
 

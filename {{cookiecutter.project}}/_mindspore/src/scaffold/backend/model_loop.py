@@ -21,7 +21,9 @@ from mindspore.train import (
     RunContext,
 )
 
-from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend.api import EpochEnd
+
+from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.backend.loader import sinks_per_epoch
 
 log = logging.getLogger(__name__)

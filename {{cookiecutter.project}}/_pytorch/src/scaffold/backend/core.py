@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from src.scaffold.backend import devices, distributed
-from src.scaffold.backend.api import BatchPlan, EpochEnd
+from src.scaffold.backend import devices, distributed, guards
+from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
@@ -29,12 +29,11 @@ from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: 
     not_this_model,
     read_meta,
 )
+from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
-from src.scaffold.data.sharding import cpu_count
+from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
 from src.scaffold.outputs import pretrained, truth
-from src.scaffold.run import guards
-from src.scaffold.run.schedule import Schedule
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)

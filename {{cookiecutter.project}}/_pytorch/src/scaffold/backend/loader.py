@@ -17,8 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from src.scaffold.backend.api import BatchPlan
-from src.scaffold.data.sharding import cpu_count
+from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Split
 
 EVAL_BATCH = 1000

@@ -10,10 +10,11 @@ from src.scaffold.run.start import begin
 
 begin("eval.py")  # Python 3.8 or newer; what the framework needs first
 
-from src.scaffold import Monitor, Task  # noqa: E402
+from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_script  # noqa: E402
 from src.scaffold.infer.evaluate import DESCRIPTION, evaluate, options  # noqa: E402
+from src.scaffold.run.ending import leave  # noqa: E402
 from src.scaffold.run.runner import main  # noqa: E402
 
 
@@ -22,9 +23,9 @@ def score(argv: list) -> None:
     from src import data, model, step  # yours
     from src.scaffold.backend import core  # this framework's Backend and checkpoints
 
-    task = Task.gather(model, data, step, Monitor(cfg.monitor_metric, cfg.monitor_mode))
+    task = Task.gather(model, data, step)
     evaluate(task, cfg, core, args.checkpoint, args.split)
 
 
 if __name__ == "__main__":
-    sys.exit(main(score, sys.argv[1:]))
+    leave(main(score, sys.argv[1:]))

@@ -11,10 +11,11 @@ from src.scaffold.run.start import begin
 
 begin("export.py")  # Python 3.8 or newer; what the framework needs first
 
-from src.scaffold import Monitor, Task  # noqa: E402
+from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_script  # noqa: E402
 from src.scaffold.infer.export import DESCRIPTION, export, options  # noqa: E402
+from src.scaffold.run.ending import leave  # noqa: E402
 from src.scaffold.run.runner import main  # noqa: E402
 
 
@@ -24,9 +25,9 @@ def write(argv: list) -> None:
     from src.scaffold.backend import core  # this framework's Backend and checkpoints
     from src.scaffold.backend import export as exporter  # and its model files
 
-    task = Task.gather(model, data, step, Monitor(cfg.monitor_metric, cfg.monitor_mode))
+    task = Task.gather(model, data, step)
     export(task, cfg, core, exporter, args)
 
 
 if __name__ == "__main__":
-    sys.exit(main(write, sys.argv[1:]))
+    leave(main(write, sys.argv[1:]))

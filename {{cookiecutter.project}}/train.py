@@ -13,7 +13,7 @@ from src.scaffold.run.start import begin
 # First: Python 3.8 or newer (one line if not), and what the framework needs before it loads.
 begin("train.py")
 
-from src.scaffold import Monitor, Task  # noqa: E402
+from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_config  # noqa: E402
 from src.scaffold.run.ending import leave  # noqa: E402
@@ -26,7 +26,7 @@ def train(argv: list) -> None:
     from src import data, model, step  # yours
     from src.scaffold.backend import core  # this framework's Backend and checkpoints
 
-    task = Task.gather(model, data, step, Monitor(cfg.monitor_metric, cfg.monitor_mode))
+    task = Task.gather(model, data, step)
     run(task, cfg, core)
 
 

@@ -136,9 +136,10 @@ class Task:
 
     @classmethod
     def gather(
-        cls, model: ModuleType, data: ModuleType, step: ModuleType, monitor: Monitor
+        cls, model: ModuleType, data: ModuleType, step: ModuleType, monitor: Monitor = Monitor()
     ) -> Task:
-        """The Task of your src/model.py, src/data.py and src/step.py."""
+        """The Task of your src/model.py, src/data.py and src/step.py; the run sets its
+        monitor from the config (monitor: in config.yaml)."""
         # @model and @reader refused a second place for a name when they marked it.
         models = {
             spec.name: spec

@@ -1,7 +1,7 @@
 """Training options: code defaults, overridden by config.yaml, overridden by command-line flags.
 
-Each option is declared once, as a field of Config (or of a framework's subclass, in
-src/scaffold/backend/options.py) with its default, converter and help: the flag
+Each option is declared once, as a field of Config (options.py; a MindSpore project adds
+its own in src/scaffold/backend/options.py) with its default, converter and help: the flag
 (--data_format), the config.yaml key (data: format) and --help all come from it.
 """
 

@@ -1,9 +1,10 @@
-"""Your training step: the loss, the optimizer and the metrics.
+"""Your training step: what one batch of training does, the loss, the optimizer and the
+metrics.
 
-The scaffold calls these three; it owns the loop around them (devices, mixed precision,
-DDP, the learning-rate schedule, checkpoints). MindSpore projects have the same three
-functions with the same arguments. ``outputs`` is what your model returns for a batch,
-``labels`` the batch's labels: class indices, or float values (data: labels: values).
+The scaffold calls these; it owns what is around them (devices, DDP, the learning-rate
+schedule, checkpoints, the record). MindSpore projects have loss, optimizer and metrics
+with the same arguments. ``outputs`` is what your model returns for a batch, ``labels``
+the batch's labels: class indices, or float values (data: labels: values).
 """
 
 from __future__ import annotations
@@ -12,6 +13,21 @@ from typing import Iterable
 
 import torch
 import torch.nn.functional as F
+
+
+def train_step(model: torch.nn.Module, batch: tuple, run) -> torch.Tensor:
+    """One batch of training; returns its loss (for the log). Change it freely: a second
+    loss term, an EMA of the weights after the step (README: Recipes). ``run`` holds what
+    depends on the device and config.yaml: run.autocast() (mixed precision),
+    run.backward(loss) (scaled, and averaged over the ``accumulate`` batches of a step),
+    run.optimizer_step() (clipped to clip_grad_norm, stepped, cleared; True on the batch
+    that stepped), run.optimizer."""
+    inputs, labels = batch
+    with run.autocast():
+        value = loss(model(inputs), labels)
+    run.backward(value)
+    run.optimizer_step()
+    return value
 
 
 def loss(outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

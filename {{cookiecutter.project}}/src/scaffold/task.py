@@ -115,12 +115,14 @@ def direction(metric: str) -> str | None:
 
 @dataclass(frozen=True)
 class Step:
-    """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, cfg) and
-    metrics(outputs, labels) -> per-batch sums."""
+    """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, cfg),
+    metrics(outputs, labels) -> per-batch sums, and PyTorch's train_step."""
 
     loss: Callable[..., Any]
     optimizer: Callable[..., Any]
     metrics: Callable[..., dict[str, Any]]
+    # PyTorch: train_step(model, batch, run), one batch of training (None: the floor's).
+    train_step: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ class Task:
         missing = [name for name in STEP_FUNCTIONS if not callable(getattr(step, name, None))]
         if missing:
             raise ConfigError(f"{step.__file__} lacks {', '.join(missing)}: see its docstring")
-        functions = Step(*(getattr(step, name) for name in STEP_FUNCTIONS))
+        functions = Step(
+            *(getattr(step, name) for name in STEP_FUNCTIONS), getattr(step, "train_step", None)
+        )
         return cls(models, functions, readers, getattr(data, "augment", augment), monitor)
 
     def model(self, name: str | None) -> ModelSpec:

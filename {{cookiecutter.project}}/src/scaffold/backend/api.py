@@ -45,6 +45,7 @@ class Backend(Protocol):
     # True for a process that only coordinates (MindSpore's msrun scheduler): it
     # neither stages data nor trains.
     scheduler_only: bool
+    accumulate: int  # batches a step's gradients sum over (1 where the loop has no option)
 
     def describe(self) -> dict[str, Any]:
         """Settings worth recording (amp, loop, sink mode ...)."""

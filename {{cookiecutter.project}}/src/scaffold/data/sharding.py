@@ -66,6 +66,8 @@ class BatchPlan:
     rank: int
     seed: int
     max_steps: int | None = None
+    # Batches whose gradients make one optimizer step (config.yaml's accumulate).
+    accumulate: int = 1
 
     @property
     def steps_per_epoch(self) -> int:
@@ -88,6 +90,26 @@ class BatchPlan:
         if self.max_steps is None:
             return epoch_size
         return min(epoch_size, -(-self.max_steps // max(self.steps_per_epoch, 1)))
+
+    @property
+    def updates_per_epoch(self) -> int:
+        return -(-self.steps_per_epoch // self.accumulate)
+
+    def updates_in(self, epoch: int) -> int:
+        """Optimizer steps in ``epoch``: one per ``accumulate`` batches, the last one on the
+        epoch's last batch (an epoch ends on a whole step, as its checkpoint needs)."""
+        return -(-self.steps_in(epoch) // self.accumulate)
+
+    def updates_done(self, epoch: int) -> int:
+        """Optimizer steps taken by the end of ``epoch`` (what the schedule counts)."""
+        return sum(self.updates_in(done) for done in range(1, epoch + 1))
+
+    def window(self, epoch: int, index: int) -> tuple[int, bool]:
+        """Batch ``index`` (0-based) of ``epoch``: how many batches its optimizer step
+        takes, and whether it is that step's last."""
+        start = index - index % self.accumulate
+        size = min(self.accumulate, self.steps_in(epoch) - start)
+        return size, index == start + size - 1
 
     def batches(self, epoch: int) -> np.ndarray:
         """This rank's sample indices for ``epoch``, shape (steps, batch_size)."""

@@ -144,11 +144,19 @@ def _train(
     # A batch larger than the data: said now, before the run starts, in every framework.
     sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)
     plan = BatchPlan(
-        len(splits.train), cfg.batch_size, backend.world_size, backend.rank, cfg.seed, cfg.max_steps
+        len(splits.train),
+        cfg.batch_size,
+        backend.world_size,
+        backend.rank,
+        cfg.seed,
+        cfg.max_steps,
+        backend.accumulate,
     )
     last = plan.last_epoch(cfg.epoch_size)
     total = plan.steps_done(last)
-    backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, total))
+    # The schedule counts optimizer steps: one per `accumulate` batches.
+    schedule = Schedule.from_config(cfg, plan.updates_per_epoch, plan.updates_done(last))
+    backend.setup(splits, schedule)
     # The monitored metric among those src/step.py returned on the batch the model was
     # tried on: said before the first step, and before anything is written.
     task.check_metrics(backend.sample_metrics)

@@ -52,6 +52,7 @@ class MindSporeBackend:
 
     name = "mindspore"
     suffix = CHECKPOINT_SUFFIX
+    accumulate = 1
     net: nn.Cell
     optimizer: nn.Optimizer
     loader: Loader

@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from src.scaffold.backend import devices, distributed, guards
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
+from src.scaffold.backend.options import PTConfig
 from src.scaffold.backend.precision import choose
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
     CHECKPOINT_SUFFIX,
@@ -30,7 +31,7 @@ from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: 
     read_meta,
 )
 from src.scaffold.backend.schedule import Schedule
-from src.scaffold.config import Config
+from src.scaffold.backend.stepping import StepRun, default_train_step
 from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
 from src.scaffold.outputs import pretrained, truth
@@ -67,9 +68,10 @@ class TorchBackend:
     suffix = CHECKPOINT_SUFFIX
     scheduler_only = False
 
-    def __init__(self, cfg: Config, task: Task) -> None:
+    def __init__(self, cfg: PTConfig, task: Task) -> None:
         self.importing: threading.Thread | None = None
         self.cfg, self.step = cfg, task.step
+        self.accumulate = cfg.accumulate
         self.augment = task.augment
         self.spec = task.model(cfg.model)
         self.input_shape = self.spec.input_shape
@@ -90,7 +92,6 @@ class TorchBackend:
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
         distributed.join(place, self.torch_device)
         self.precision = choose(cfg.amp, self.torch_device)
-        self.scaler = self.precision.scaler()
         self.data: dict[str, InMemory | Streamed] = {}
         self.workers = 0
 
@@ -115,6 +116,9 @@ class TorchBackend:
         self.optimizer = self.step.optimizer(self.net.parameters(), self.cfg.lr, self.cfg)
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
+        self.run = StepRun(self.optimizer, self.precision, self.cfg.clip_grad_norm, self.step.loss)
+        self.scaler = self.run.scaler
+        self.train_step = self.step.train_step or default_train_step
         self.model: torch.nn.Module | None = self.net
         if self.world_size > 1:
             # DDP averages the gradients over the ranks after every backward pass.
@@ -192,24 +196,25 @@ class TorchBackend:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def _epoch(self, plan: BatchPlan, epoch: int, hook: EpochEnd) -> torch.Tensor:
-        """One pass over this rank's batches of ``epoch``; return the mean loss."""
+        """One pass over this rank's batches of ``epoch`` through src/step.py's train_step;
+        return the mean loss. The learning rate is set for each optimizer step, and DDP
+        averages the gradients only on a step's last batch."""
         self.model.train()
         loss_sum = torch.zeros((), device=self.torch_device)
         steps = 0
-        done = plan.steps_done(epoch - 1)
+        done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
+        run = self.run
         for inputs, labels in self.data["train"].epoch(plan, epoch):
-            for group, base in zip(self.optimizer.param_groups, self.base_lrs):
-                group["lr"] = self.schedule.scaled(base, done + steps)
-            with self.precision.autocast():
-                loss = self.step.loss(self.model(inputs), labels)
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.scaler is None:
-                loss.backward()
-                self.optimizer.step()
+            run.window, run.last = plan.window(epoch, steps)
+            if steps % plan.accumulate == 0:
+                update = updates + steps // plan.accumulate
+                for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+                    group["lr"] = self.schedule.scaled(base, update)
+            if run.last or self.model is self.net:
+                loss = self.train_step(self.model, (inputs, labels), run)
             else:
-                self.scaler.scale(loss).backward()
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
+                with self.model.no_sync():
+                    loss = self.train_step(self.model, (inputs, labels), run)
             # Summed on the device: reading .item() every step would stall a GPU; the hook
             # reads it only on the steps it reports.
             loss_sum += loss.detach().float()
@@ -321,6 +326,6 @@ class TorchBackend:
         distributed.leave()
 
 
-def create(cfg: Config, task: Task) -> TorchBackend:
+def create(cfg: PTConfig, task: Task) -> TorchBackend:
     """The Backend of a PyTorch run (train.py hands it to the run)."""
     return TorchBackend(cfg, task)

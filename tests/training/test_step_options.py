@@ -1,0 +1,176 @@
+"""The training step is the researcher's (PyTorch: src/step.py's train_step), and the
+options of a Trainer: accumulate and clip_grad_norm; each README recipe applied as written.
+
+Real training of the shipped digits on the CPU, in copies of the session's PyTorch project.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.training import runs
+
+pytestmark = pytest.mark.slow
+QUIET = ("--no_tensorboard", "--epoch_size", "1")
+
+
+def copy(project: Path, dest: Path) -> Path:
+    return Path(shutil.copytree(project, dest, ignore=shutil.ignore_patterns("output")))
+
+
+def floor(project: Path) -> dict[str, str]:
+    """Every file of the platform floor, by its SHA-256."""
+    return {
+        str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((project / "src" / "scaffold").rglob("*.py"))
+    }
+
+
+def test_accumulating_4_batches_of_8_makes_the_weights_of_batches_of_32(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    # The same samples make each optimizer step (the epoch's order is cut into global
+    # batches: 4 of 8 are one of 32), at the same learning rate: the cosine schedule counts
+    # optimizer steps, so the lr of step k is the same in both runs.
+    cosine = ("--schedule_name", "cosine", *QUIET)
+    whole = runs.train(
+        pytorch_project, tmp_path / "b32", "--batch_size", "32", "--max_steps", "10", *cosine
+    )
+    parts = runs.train(
+        pytorch_project,
+        tmp_path / "b8x4",
+        "--batch_size",
+        "8",
+        "--accumulate",
+        "4",
+        "--max_steps",
+        "40",
+        *cosine,
+    )
+    plain = runs.train(
+        pytorch_project, tmp_path / "b8", "--batch_size", "8", "--max_steps", "40", *cosine
+    )
+    want = runs.weights(runs.checkpoint(whole, 1, "pytorch"))
+    got = runs.weights(runs.checkpoint(parts, 1, "pytorch"))
+    other = runs.weights(runs.checkpoint(plain, 1, "pytorch"))
+    # LeNet has no batch statistics, so only the order of float32 sums differs (a mean of
+    # 4 means of 8 against one mean of 32): about 1e-7 relative on each gradient, over 10
+    # steps at lr <= 0.01 on weights of order 0.1, far below 1e-6; 4x as many steps of
+    # batch 8 move the weights by more than 1e-3 (the assertion can fail).
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=0, atol=1e-6, err_msg=name)
+    assert max(np.abs(other[name] - want[name]).max() for name in want) > 1e-3
+
+
+# src/step.py's optimizer, recording the global gradient norm each step() is given.
+SEEN_NORMS = """
+
+import json as _json
+import os as _os
+
+
+class _Seen(torch.optim.SGD):
+    def step(self, closure=None):
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+        with open(_os.environ["SEEN_NORMS"], "a") as seen:
+            seen.write(_json.dumps(norm.item()) + "\\n")
+        return super().step(closure)
+
+
+def optimizer(params, lr, cfg):
+    return _Seen(params, lr=lr, momentum=cfg.momentum)
+"""
+
+
+def test_clip_grad_norm_bounds_the_norm_the_optimizer_sees(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    project = copy(pytorch_project, tmp_path / "project")
+    step = project / "src" / "step.py"
+    step.write_text(step.read_text(encoding="utf-8") + SEEN_NORMS, encoding="utf-8")
+    norms = {}
+    for name, extra in (("free", ()), ("clipped", ("--clip_grad_norm", "0.5"))):
+        seen = tmp_path / f"{name}.jsonl"
+        env = runs.clean_env(SEEN_NORMS=str(seen))
+        # lr 0.1: steps large enough that many gradients exceed 0.5 unclipped.
+        runs.train(
+            project, tmp_path / name, "--max_steps", "30", "--lr", "0.1", *QUIET, *extra, env=env
+        )
+        norms[name] = [float(line) for line in seen.read_text().splitlines()]
+    assert len(norms["free"]) == len(norms["clipped"]) == 30
+    assert max(norms["free"]) > 0.5  # without the option the bound does not hold
+    # clip_grad_norm_ scales by 0.5 / (norm + 1e-6): at most 0.5; the norm is computed
+    # again in float32 by the test, a relative 1e-5 above at most.
+    assert max(norms["clipped"]) <= 0.5 * (1 + 1e-5)
+
+
+def recipes(readme: str) -> list[str]:
+    """The python blocks of the README's Recipes part."""
+    part = readme.split("### Recipes", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", part, re.S)
+
+
+def apply(step: Path, block: str) -> None:
+    """Write a recipe where the README says: its imports at the top (after the file's own),
+    its other lines before the function, the function in place of the one of its name."""
+    text = step.read_text(encoding="utf-8")
+    tree = ast.parse(block)
+    lines = block.splitlines()
+    imports = [
+        ast.get_source_segment(block, n)
+        for n in tree.body
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    (function,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    others = [
+        ast.get_source_segment(block, n)
+        for n in tree.body
+        if not isinstance(n, ast.Import | ast.ImportFrom | ast.FunctionDef)
+    ]
+    source = "\n".join(lines[function.lineno - 1 : function.end_lineno])
+    own = ast.parse(text)
+    (old,) = [n for n in own.body if isinstance(n, ast.FunctionDef) and n.name == function.name]
+    last_import = max(n.end_lineno for n in own.body if isinstance(n, ast.Import | ast.ImportFrom))
+    have = text.splitlines()
+    new = (
+        have[:last_import]
+        + imports
+        + have[last_import : old.lineno - 1]
+        + [*others, "", ""] * bool(others)
+        + source.splitlines()
+        + have[old.end_lineno :]
+    )
+    step.write_text("\n".join(new) + "\n", encoding="utf-8")
+
+
+def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_alone(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    readme = (pytorch_project / "README.md").read_text(encoding="utf-8")
+    blocks = recipes(readme)
+    assert len(blocks) == 3  # a second loss term, an EMA, another optimizer
+    settings = re.findall(r"`(accumulate: \d+|clip_grad_norm: [\d.]+)` in `config.yaml`", readme)
+    settings += re.findall(r"\*\*Gradient clipping\*\*: `(clip_grad_norm: [\d.]+)`", readme)
+    assert sorted(settings) == ["accumulate: 4", "clip_grad_norm: 1.0"]
+    before = floor(pytorch_project)
+    for index, change in enumerate([*blocks, *settings]):
+        project = copy(pytorch_project, tmp_path / f"recipe{index}")
+        if change in settings:
+            config = project / "config.yaml"
+            key = change.split(":")[0]
+            text = config.read_text(encoding="utf-8")
+            config.write_text(re.sub(rf"^{key}: .*$", change, text, flags=re.M), encoding="utf-8")
+            assert change in config.read_text(encoding="utf-8")
+        else:
+            apply(project / "src" / "step.py", change)
+        output = runs.train(project, tmp_path / f"out{index}", *QUIET)
+        assert [row["epoch"] for row in runs.epoch_rows(output) if row["type"] == "val"] == [1]
+        assert floor(project) == before, change

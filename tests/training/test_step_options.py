@@ -151,18 +151,22 @@ def apply(step: Path, block: str) -> None:
     step.write_text("\n".join(new) + "\n", encoding="utf-8")
 
 
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
 def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_alone(
-    pytorch_project: Path, tmp_path: Path
+    pytorch_project: Path, mindspore_projects: dict[str, Path], framework: str, tmp_path: Path
 ) -> None:
-    readme = (pytorch_project / "README.md").read_text(encoding="utf-8")
+    source = pytorch_project if framework == "pytorch" else mindspore_projects["custom"]
+    readme = (source / "README.md").read_text(encoding="utf-8")
     blocks = recipes(readme)
-    assert len(blocks) == 3  # a second loss term, an EMA, another optimizer
-    settings = re.findall(r"`(accumulate: \d+|clip_grad_norm: [\d.]+)` in `config.yaml`", readme)
-    settings += re.findall(r"\*\*Gradient clipping\*\*: `(clip_grad_norm: [\d.]+)`", readme)
-    assert sorted(settings) == ["accumulate: 4", "clip_grad_norm: 1.0"]
-    before = floor(pytorch_project)
+    part = readme.split("### Recipes", 1)[1].split("\n## ", 1)[0]
+    settings = re.findall(r"`((?:accumulate|clip_grad_norm): [\d.]+)`", part)
+    if framework == "pytorch":  # a second loss term, an EMA, another optimizer
+        assert (len(blocks), settings) == (3, ["accumulate: 4", "clip_grad_norm: 1.0"])
+    else:  # a second loss term, another optimizer
+        assert (len(blocks), settings) == (2, ["clip_grad_norm: 1.0"])
+    before = floor(source)
     for index, change in enumerate([*blocks, *settings]):
-        project = copy(pytorch_project, tmp_path / f"recipe{index}")
+        project = copy(source, tmp_path / f"recipe{index}")
         if change in settings:
             config = project / "config.yaml"
             key = change.split(":")[0]
@@ -174,3 +178,40 @@ def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_al
         output = runs.train(project, tmp_path / f"out{index}", *QUIET)
         assert [row["epoch"] for row in runs.epoch_rows(output) if row["type"] == "val"] == [1]
         assert floor(project) == before, change
+
+
+def test_mindspore_custom_loop_clips_each_step_to_clip_grad_norm(
+    mindspore_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    # Momentum 0: a step moves the weights by lr x the clipped gradient, so the second
+    # step's move (the run of 2 steps against the run of 1, same seed) is lr x its norm.
+    project = mindspore_projects["custom"]
+    plain = ("--momentum", "0", "--lr", "0.01", "--clip_grad_norm", "0.05", *QUIET)
+    one = runs.train(project, tmp_path / "one", "--max_steps", "1", *plain)
+    two = runs.train(project, tmp_path / "two", "--max_steps", "2", *plain)
+    before = runs.weights(runs.checkpoint(one, 1, "mindspore"))
+    after = runs.weights(runs.checkpoint(two, 1, "mindspore"))
+    # The network's weights: not the optimizer's moments nor its step count.
+    model = [n for n in before if not n.startswith(("moments.", "global_step", "learning_rate"))]
+    moved = np.sqrt(sum(float(((after[n] - before[n]) ** 2).sum()) for n in model))
+    # LeNet's raw gradient norm on the digits is of order 1, far above 0.05: clipped, the
+    # move is exactly 0.01 x 0.05 but for float32 rounding (about 1e-6 relative, seen 2e-6);
+    # unclipped it would be some 20 times larger.
+    assert abs(moved - 0.01 * 0.05) <= 1e-4 * 0.01 * 0.05, moved
+    # Model.train's step does not clip: one line, before anything is written.
+    refused = runs.run(
+        mindspore_projects["model"],
+        "train.py",
+        "--device_target",
+        "cpu",
+        "--clip_grad_norm",
+        "0.05",
+        "--train_url",
+        str(tmp_path / "model"),
+    )
+    runs.assert_one_line_exit_2(
+        refused,
+        "error: clip_grad_norm needs the custom training loop: Model.train's step does not "
+        "clip (gen update --set ms_train_loop=custom switches this project's loop)",
+    )
+    assert not (tmp_path / "model").exists()

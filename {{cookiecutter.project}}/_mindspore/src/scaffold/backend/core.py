@@ -27,7 +27,7 @@ from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import CHECKPOINT_META, Splits
-from src.scaffold.errors import CheckpointError
+from src.scaffold.errors import CheckpointError, ConfigError
 from src.scaffold.outputs import pretrained, truth
 from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.task import DataShape, Task
@@ -58,6 +58,11 @@ class MindSporeBackend:
     loader: Loader
 
     def __init__(self, cfg: MSConfig, task: Task) -> None:
+        if cfg.clip_grad_norm is not None and LOOP == "model":
+            raise ConfigError(
+                "clip_grad_norm needs the custom training loop: Model.train's step does not "
+                "clip (gen update --set ms_train_loop=custom switches this project's loop)"
+            )
         ctx = init_env(cfg)
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.

@@ -19,9 +19,8 @@ from mindspore import nn, ops
 from mindspore.amp import DynamicLossScaler, StaticLossScaler, all_finite
 
 from src.scaffold.backend.api import EpochEnd
-
-from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.backend.loader import sinks_per_epoch
+from src.scaffold.data.sharding import BatchPlan
 
 log = logging.getLogger(__name__)
 LOOP = "custom"
@@ -35,7 +34,13 @@ class TrainStep(nn.Cell):
     """
 
     def __init__(
-        self, net: nn.Cell, loss: nn.Cell, optimizer: nn.Optimizer, scaler: Any, group_size: int
+        self,
+        net: nn.Cell,
+        loss: nn.Cell,
+        optimizer: nn.Optimizer,
+        scaler: Any,
+        group_size: int,
+        clip: float | None = None,
     ) -> None:
         # auto_prefix=False: the parameters keep the network's names.
         super().__init__(auto_prefix=False)
@@ -46,6 +51,8 @@ class TrainStep(nn.Cell):
         # has_aux: differentiate the first output (the scaled loss), return the plain one too.
         self.grad_fn = ms.value_and_grad(self.forward, None, optimizer.parameters, has_aux=True)
         self.group_size = group_size
+        # clip_grad_norm: the averaged, unscaled gradients' global norm clipped before the step.
+        self.clip = clip
         if group_size > 1:
             # Averages the gradients over the ranks (gradients_mean is set by init_env).
             self.reducer = nn.DistributedGradReducer(optimizer.parameters)
@@ -55,7 +62,8 @@ class TrainStep(nn.Cell):
         loss = self.loss_fn(self.net(images), labels)
         return (self.scaler.scale(loss) if self.scaled else loss), loss
 
-    # scaled, dynamic and group_size are constants: the compiled step keeps the branches taken.
+    # scaled, dynamic, group_size and clip are constants: the compiled step keeps the branches
+    # taken.
     @ms.jit
     def construct(self, images: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
         (_, loss), grads = self.grad_fn(images, labels)
@@ -67,9 +75,13 @@ class TrainStep(nn.Cell):
             finite = all_finite(grads)
             if self.dynamic:
                 self.scaler.adjust(finite)
+            if self.clip is not None:
+                grads = ops.clip_by_global_norm(grads, self.clip)
             if finite:
                 self.optimizer(grads)
         else:
+            if self.clip is not None:
+                grads = ops.clip_by_global_norm(grads, self.clip)
             self.optimizer(grads)
         return loss
 
@@ -89,7 +101,12 @@ def _scaler(backend: Any) -> Any:
 def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with TrainStep."""
     train_step = TrainStep(
-        backend.net, backend.loss_cell(), backend.optimizer, _scaler(backend), backend.world_size
+        backend.net,
+        backend.loss_cell(),
+        backend.optimizer,
+        _scaler(backend),
+        backend.world_size,
+        backend.cfg.clip_grad_norm,
     )
     train_step.set_train(True)
     dataset, steps = backend.loader.train(plan, first)

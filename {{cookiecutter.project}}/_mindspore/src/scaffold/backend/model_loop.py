@@ -22,9 +22,8 @@ from mindspore.train import (
 )
 
 from src.scaffold.backend.api import EpochEnd
-
-from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.backend.loader import sinks_per_epoch
+from src.scaffold.data.sharding import BatchPlan
 
 log = logging.getLogger(__name__)
 LOOP = "model"

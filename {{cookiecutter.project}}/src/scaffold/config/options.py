@@ -91,6 +91,13 @@ class Config:
     max_steps: int | None = option(
         None, integer(1), "stop after this many training steps (performance runs)"
     )
+    # The optimizer step: the gradients of `accumulate` batches, clipped (src/step.py's).
+    accumulate: int = option(
+        1, integer(1), "batches whose gradients make one optimizer step (the schedule counts steps)"
+    )
+    clip_grad_norm: float | None = option(
+        None, number(0), "clip the gradients' global norm to this before each optimizer step"
+    )
     # The model (src/model.py) and the data (the readers, yours in src/data.py).
     model: str | None = option(
         None,

@@ -58,10 +58,12 @@ class MindSporeBackend:
     loader: Loader
 
     def __init__(self, cfg: MSConfig, task: Task) -> None:
-        if cfg.clip_grad_norm is not None and LOOP == "model":
+        asked = [f"{k} {v}" for k, v in self._step_options(cfg).items()]
+        if asked and LOOP == "model":
+            need = "needs" if len(asked) == 1 else "need"
             raise ConfigError(
-                "clip_grad_norm needs the custom training loop: Model.train's step does not "
-                "clip (gen update --set ms_train_loop=custom switches this project's loop)"
+                f"{' and '.join(asked)} {need} the custom training loop: Model.train's step has "
+                "neither (gen update --set ms_train_loop=custom switches this project's loop)"
             )
         ctx = init_env(cfg)
         self.step, self.augment = task.step, task.augment
@@ -88,6 +90,18 @@ class MindSporeBackend:
         self.sink = sink_on(cfg.dataset_sink_mode, self.target)
         if cfg.dataset_sink_mode == "true" and not self.sink:
             log.info("MindSpore has no data sink on the CPU: training without it")
+        self.accumulate = cfg.accumulate
+        if self.accumulate > 1 and self.sink:
+            raise ConfigError(
+                f"accumulate {cfg.accumulate} needs dataset_sink_mode: false (a sink runs its "
+                "steps on the device, where the host cannot group them): set it in config.yaml"
+            )
+
+    @staticmethod
+    def _step_options(cfg: MSConfig) -> dict[str, Any]:
+        """accumulate and clip_grad_norm where set: the custom loop's own."""
+        asked = {"accumulate": cfg.accumulate, "clip_grad_norm": cfg.clip_grad_norm}
+        return {k: v for k, v in asked.items() if v not in (None, 1)}
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -26,8 +26,28 @@ log = logging.getLogger(__name__)
 LOOP = "custom"
 
 
+_sum = ops.MultitypeFuncGraph("sum")
+
+
+@_sum.register("Tensor", "Tensor")
+def _add(total: ms.Tensor, grad: ms.Tensor) -> ms.Tensor:
+    return ops.assign_add(total, grad)
+
+
+_mean = ops.MultitypeFuncGraph("mean")
+
+
+@_mean.register("Number", "Tensor")
+def _take(window: int, total: ms.Tensor) -> ms.Tensor:
+    """The step's mean gradient, and its sum cleared for the next step."""
+    mean = total / window
+    return ops.depend(mean, ops.assign(total, ops.zeros_like(total)))
+
+
 class TrainStep(nn.Cell):
-    """One optimisation step; returns the batch loss averaged over the ranks.
+    """One batch of training; returns its loss averaged over the ranks. With accumulate,
+    a batch's gradients are added to the step's sums, and the batch called with
+    ``apply`` takes the optimizer step on their mean over its ``window`` batches.
 
     A Cell with a jit construct, not a jit function: on the CPU a jit function
     closing over the network runs each step about twice as slowly.
@@ -41,6 +61,7 @@ class TrainStep(nn.Cell):
         scaler: Any,
         group_size: int,
         clip: float | None = None,
+        accumulate: int = 1,
     ) -> None:
         # auto_prefix=False: the parameters keep the network's names.
         super().__init__(auto_prefix=False)
@@ -53,6 +74,10 @@ class TrainStep(nn.Cell):
         self.group_size = group_size
         # clip_grad_norm: the averaged, unscaled gradients' global norm clipped before the step.
         self.clip = clip
+        self.accumulating = accumulate > 1
+        if self.accumulating:
+            self.sums = optimizer.parameters.clone(prefix="accumulated", init="zeros")
+            self.hyper_map = ops.HyperMap()
         if group_size > 1:
             # Averages the gradients over the ranks (gradients_mean is set by init_env).
             self.reducer = nn.DistributedGradReducer(optimizer.parameters)
@@ -64,12 +89,21 @@ class TrainStep(nn.Cell):
 
     # scaled, dynamic, group_size and clip are constants: the compiled step keeps the branches
     # taken.
+    # window and apply are Python constants too: one graph per pair (at most three).
     @ms.jit
-    def construct(self, images: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+    def construct(
+        self, images: ms.Tensor, labels: ms.Tensor, window: int = 1, apply: bool = True
+    ) -> ms.Tensor:
         (_, loss), grads = self.grad_fn(images, labels)
         if self.group_size > 1:
-            grads = self.reducer(grads)
             loss = self.all_reduce(loss) / self.group_size
+        if self.accumulating:
+            grads = self.hyper_map(_sum, self.sums, grads)
+            if not apply:
+                return loss
+            grads = self.hyper_map(ops.partial(_mean, window), self.sums)
+        if self.group_size > 1:
+            grads = self.reducer(grads)
         if self.scaled:
             grads = self.scaler.unscale(grads)
             finite = all_finite(grads)
@@ -107,6 +141,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         _scaler(backend),
         backend.world_size,
         backend.cfg.clip_grad_norm,
+        plan.accumulate,
     )
     train_step.set_train(True)
     dataset, steps = backend.loader.train(plan, first)
@@ -124,13 +159,20 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         # Each call runs a step, or a whole sink of them on the device.
         if sink:
             calls = (run_sink() for _ in range(sinks))
+        elif plan.accumulate > 1:
+            calls = (
+                train_step(inputs, labels, *plan.window(epoch, index))
+                for index, (inputs, labels) in enumerate(batches)
+            )
         else:
             calls = (train_step(inputs, labels) for inputs, labels in batches)
         losses = []
         for loss in calls:
             losses.append(loss)
             step = done + len(losses) * per_call
-            # Read only when reported: reading each loss would wait for every step.
-            on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, step))
+            # Read only when reported: reading each loss would wait for every step. The
+            # optimizer's learning rates are per optimizer step.
+            update = plan.updates_done(epoch - 1) + -(-(step - done) // plan.accumulate)
+            on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, update))
         train_loss = float(np.mean([loss.asnumpy() for loss in losses]))
         on_epoch_end(epoch, train_loss, time.perf_counter() - start)

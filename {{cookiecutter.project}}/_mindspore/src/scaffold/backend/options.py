@@ -38,9 +38,6 @@ class MSConfig(Config):
         None, integer(1), "devices in the job (default: RANK_SIZE, else 1)"
     )
     device_id: int | None = option(None, integer(0), "this process's device (default: DEVICE_ID)")
-    clip_grad_norm: float | None = option(
-        None, number(0), "custom loop: clip the gradients' global norm to this before each step"
-    )
 
 
 def sink_on(setting: str, device_target: str) -> bool:

@@ -1,5 +1,5 @@
-"""PyTorch's side of a run: this process's place and device (distributed), this framework's
-options, mixed precision, the step's run (stepping), the batches (loader), the Backend (core)."""
+"""PyTorch's side of a run: this process's place and device (distributed), mixed precision,
+the step's run (stepping), the batches (loader) and the Backend (core)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
     # ProjectConfig, this framework's options, on first use: the launchers' check reads
     # FRAMEWORK with a Python that may lack what the options import.
     if name == "ProjectConfig":
-        from src.scaffold.backend.options import PTConfig
+        from src.scaffold.config import Config
 
-        return PTConfig
+        return Config
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,6 @@ from torch.nn.parallel import DistributedDataParallel
 from src.scaffold.backend import devices, distributed, guards
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
-from src.scaffold.backend.options import PTConfig
 from src.scaffold.backend.precision import choose
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
     CHECKPOINT_SUFFIX,
@@ -32,6 +31,7 @@ from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: 
 )
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.stepping import StepRun, default_train_step
+from src.scaffold.config import Config
 from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
 from src.scaffold.outputs import pretrained, truth
@@ -68,7 +68,7 @@ class TorchBackend:
     suffix = CHECKPOINT_SUFFIX
     scheduler_only = False
 
-    def __init__(self, cfg: PTConfig, task: Task) -> None:
+    def __init__(self, cfg: Config, task: Task) -> None:
         self.importing: threading.Thread | None = None
         self.cfg, self.step = cfg, task.step
         self.accumulate = cfg.accumulate
@@ -326,6 +326,6 @@ class TorchBackend:
         distributed.leave()
 
 
-def create(cfg: PTConfig, task: Task) -> TorchBackend:
+def create(cfg: Config, task: Task) -> TorchBackend:
     """The Backend of a PyTorch run (train.py hands it to the run)."""
     return TorchBackend(cfg, task)

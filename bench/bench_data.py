@@ -172,8 +172,7 @@ def torch_epoch(train_dir: Path, args: argparse.Namespace) -> tuple[float, int]:
     # The project's model in train.py's CPU memory format: the same steps, so that the
     # epochs differ only in how the data arrives.
     net = project_model(args.model).to(memory_format=torch.channels_last)
-    hyper = argparse.Namespace(lr=tb.LR, momentum=tb.MOMENTUM)
-    optimizer = step.optimizer(net.parameters(), tb.LR, hyper)
+    optimizer = step.optimizer(net.parameters(), tb.LR, momentum=tb.MOMENTUM)
     net.train()
     steps, total = 0, 0.0
     start = time.perf_counter()

@@ -86,8 +86,8 @@ class _Seen(torch.optim.SGD):
         return super().step(closure)
 
 
-def optimizer(params, lr, cfg):
-    return _Seen(params, lr=lr, momentum=cfg.momentum)
+def optimizer(params, lr, momentum):
+    return _Seen(params, lr=lr, momentum=momentum)
 """
 
 

@@ -188,3 +188,25 @@ def test_a_device_is_device_id_else_ascend_device_id(monkeypatch: pytest.MonkeyP
     assert env_first("DEVICE_ID", "ASCEND_DEVICE_ID") == 5
     monkeypatch.setenv("DEVICE_ID", "0")
     assert env_first("DEVICE_ID", "ASCEND_DEVICE_ID") == 0
+
+
+def test_src_step_optimizer_gets_the_options_it_names() -> None:
+    from types import SimpleNamespace
+
+    from src.scaffold.task import Step
+
+    options = SimpleNamespace(momentum=0.9, lr=0.1)
+
+    def named(params, lr, momentum, nesterov=False):
+        return params, lr, momentum, nesterov
+
+    def older(params, lr, cfg):  # a step.py from before: the whole config
+        return cfg
+
+    def unknown(params, lr, weight_decy):
+        return None
+
+    assert Step(None, named, None).make_optimizer("p", 0.1, options) == ("p", 0.1, 0.9, False)
+    assert Step(None, older, None).make_optimizer("p", 0.1, options) is options
+    with pytest.raises(ConfigError, match="asks for 'weight_decy', which is no option"):
+        Step(None, unknown, None).make_optimizer("p", 0.1, options)

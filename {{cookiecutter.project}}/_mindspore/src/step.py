@@ -20,11 +20,12 @@ def loss(outputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
     return ops.cross_entropy(outputs, labels)
 
 
-def optimizer(params: list, lr, cfg) -> nn.Optimizer:
-    """SGD with momentum (config.yaml's momentum) at learning rate ``lr``. MindSpore's
-    optimizer owns the schedule: with config.yaml's schedule: other than constant, ``lr``
-    is a list of one learning rate per step, which it looks up by its step count."""
-    return nn.Momentum(params, lr, cfg.momentum)
+def optimizer(params: list, lr, momentum: float) -> nn.Optimizer:
+    """SGD with momentum at learning rate ``lr``. A parameter after lr named like an option
+    of config.yaml gets its value (momentum here). MindSpore's optimizer owns the schedule:
+    with config.yaml's schedule: other than constant, ``lr`` is a list of one learning
+    rate per step, which it looks up by its step count."""
+    return nn.Momentum(params, lr, momentum)
 
 
 def metrics(outputs: np.ndarray, labels: np.ndarray) -> dict[str, float]:

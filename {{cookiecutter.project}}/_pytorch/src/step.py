@@ -35,11 +35,14 @@ def loss(outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(outputs, labels)
 
 
-def optimizer(params: Iterable[torch.nn.Parameter], lr: float, cfg) -> torch.optim.Optimizer:
-    """SGD with momentum (config.yaml's momentum) at learning rate ``lr`` (config.yaml's
-    lr). The scaffold sets each group's lr every step, following config.yaml's schedule:
-    (scaled by the group's own lr)."""
-    return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum)
+def optimizer(
+    params: Iterable[torch.nn.Parameter], lr: float, momentum: float
+) -> torch.optim.Optimizer:
+    """SGD with momentum at learning rate ``lr`` (config.yaml's lr). A parameter after lr
+    named like an option of config.yaml gets its value (momentum here). The scaffold sets
+    each group's lr every step, following config.yaml's schedule: (scaled by the group's
+    own lr)."""
+    return torch.optim.SGD(params, lr=lr, momentum=momentum)
 
 
 def metrics(outputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -115,14 +115,31 @@ def direction(metric: str) -> str | None:
 
 @dataclass(frozen=True)
 class Step:
-    """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, cfg),
-    metrics(outputs, labels) -> per-batch sums, and PyTorch's train_step."""
+    """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, options by
+    name), metrics(outputs, labels) -> per-batch sums, and PyTorch's train_step."""
 
     loss: Callable[..., Any]
     optimizer: Callable[..., Any]
     metrics: Callable[..., dict[str, Any]]
     # PyTorch: train_step(model, batch, run), one batch of training (None: the floor's).
     train_step: Callable[..., Any] | None = None
+
+    def make_optimizer(self, params: Any, lr: Any, options: Any) -> Any:
+        """src/step.py's optimizer(params, lr, ...): each further parameter gets the option
+        of its name from ``options`` (momentum: config.yaml's momentum), or keeps its
+        default; one named cfg gets them all (a step.py older than this)."""
+        given = {}
+        for name, param in list(inspect.signature(self.optimizer).parameters.items())[2:]:
+            if name == "cfg":
+                given[name] = options
+            elif hasattr(options, name):
+                given[name] = getattr(options, name)
+            elif param.default is inspect.Parameter.empty:
+                raise ConfigError(
+                    f"src/step.py's optimizer asks for {name!r}, which is no option of "
+                    "config.yaml: name one (momentum, lr ...) or give it a default"
+                )
+        return self.optimizer(params, lr, **given)
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ class MindSporeBackend:
         # A list is MindSpore's dynamic learning rate: one value per step, looked up by the
         # optimizer's global step. A plain number when every step trains at lr.
         lr = schedule.base if schedule.constant else schedule.values()
-        self.optimizer = self.step.optimizer(self.net.trainable_params(), lr, self.cfg)
+        self.optimizer = self.step.make_optimizer(self.net.trainable_params(), lr, self.cfg)
         self.lrs = self._lr_table()
         self.loader = Loader(splits, self.cfg, self.world_size, self.augment)
         self._check_model(splits)

@@ -113,7 +113,7 @@ class TorchBackend:
         if self.channels_last:
             # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
             self.net = self.net.to(memory_format=torch.channels_last)
-        self.optimizer = self.step.optimizer(self.net.parameters(), self.cfg.lr, self.cfg)
+        self.optimizer = self.step.make_optimizer(self.net.parameters(), self.cfg.lr, self.cfg)
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.run = StepRun(self.optimizer, self.precision, self.cfg.clip_grad_norm, self.step.loss)

@@ -216,3 +216,43 @@ def test_mindspore_custom_loop_clips_each_step_to_clip_grad_norm(
         "neither (gen update --set ms_train_loop=custom switches this project's loop)",
     )
     assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+def test_early_stop_says_why_in_the_log_and_the_record(
+    pytorch_project: Path, mindspore_projects: dict[str, Path], framework: str, tmp_path: Path
+) -> None:
+    project = pytorch_project if framework == "pytorch" else mindspore_projects["model"]
+    quiet = ("--no_tensorboard", "--epoch_size", "5")
+    # A learning rate too small to change a prediction: the accuracy of epoch 1 is never
+    # beaten, so patience 2 stops the run after epoch 3, whatever the machine.
+    patient = runs.run(
+        project,
+        "train.py",
+        "--device_target",
+        "cpu",
+        "--train_url",
+        str(tmp_path / "flat"),
+        "--lr",
+        "1e-12",
+        "--early_stop_patience",
+        "2",
+        *quiet,
+    )
+    reason = "val accuracy has not improved on "
+    assert f"early stop after epoch 3: {reason}" in runs.ok(patient)
+    rows = runs.epoch_rows(tmp_path / "flat")
+    assert [r["epoch"] for r in rows if r["type"] == "val"] == [1, 2, 3]
+    (stop,) = [r for r in rows if r["type"] == "stop"]
+    assert stop["epoch"] == 3 and stop["reason"].startswith(reason)
+    assert stop["reason"].endswith("for 2 validations (early_stop.patience 2)")
+    suffix = runs.SUFFIX[framework]
+    assert rows[-1]["type"] == "test" and rows[-1]["checkpoint"] == f"lenet_epoch3{suffix}"
+    # A threshold below what the first epochs reach: the run stops at the first epoch
+    # whose validation reaches it, and says so.
+    reached = runs.train(project, tmp_path / "reached", "--early_stop_threshold", "0.3", *quiet)
+    rows = runs.epoch_rows(reached)
+    (stop,) = [r for r in rows if r["type"] == "stop"]
+    scores = [r["accuracy"] for r in rows if r["type"] == "val"]
+    assert scores[-1] >= 0.3 > max(scores[:-1], default=0) and len(scores) < 5
+    assert stop["reason"] == f"val accuracy {scores[-1]:.4g} reached early_stop.threshold 0.3"

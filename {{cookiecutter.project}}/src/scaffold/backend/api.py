@@ -21,7 +21,10 @@ from src.scaffold.task import DataShape, Task
 
 
 class EpochEnd(Protocol):
-    """What a backend calls while it trains (src/scaffold/run/epochs.py)."""
+    """What a backend calls while it trains (src/scaffold/run/epochs.py); after an epoch,
+    ``stopping`` on any rank (rank 0 decides) ends the training on every rank."""
+
+    stopping: bool
 
     def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
         """After every training step (1-based over the run): readers of its loss and lr."""

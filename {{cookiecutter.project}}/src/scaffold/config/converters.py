@@ -46,6 +46,11 @@ def number(low: float, high: float | None = None, with_low: bool = False) -> Cal
     return convert
 
 
+def float_value(text: str) -> float:
+    """Any number (a metric's threshold may be negative)."""
+    return float(_parse(text, float, "number"))
+
+
 def choice(*allowed: str) -> Callable[[str], str]:
     """One of ``allowed``, compared without case."""
 

@@ -12,6 +12,7 @@ from src.scaffold.config.converters import (
     boolean,
     choice,
     device_target_name,
+    float_value,
     floats,
     identifier,
     image_size,
@@ -29,8 +30,9 @@ SWITCH = ("auto", "true", "false")
 SCHEDULES = ("constant", "step", "cosine")
 LABELS = ("classes", "values")
 MODES = ("max", "min")
-# config.yaml's sections: the options data_*, schedule_* and monitor_* sit under them.
-SECTIONS = ("data", "schedule", "monitor")
+# config.yaml's sections: the options data_*, schedule_*, monitor_* and early_stop_* sit
+# under them.
+SECTIONS = ("data", "schedule", "monitor", "early_stop")
 # Except the names the platforms pass (ModelArts and OpenI: --data_url), kept at the top.
 PLATFORM_NAMES = ("data_url",)
 
@@ -168,6 +170,13 @@ class Config:
         "accuracy", str, "the validation metric choosing the best checkpoint"
     )
     monitor_mode: str = option("max", choice(*MODES), "max or min: which way the metric is better")
+    # Stopping early: on the monitored metric, at the end of an epoch.
+    early_stop_patience: int | None = option(
+        None, integer(1), "stop after N validations without a better monitored metric"
+    )
+    early_stop_threshold: float | None = option(
+        None, float_value, "stop once the monitored metric reaches this"
+    )
     # Watching a run: progress and train loss every log_every steps; TensorBoard files.
     log_every: int = option(50, integer(1), "progress line and train loss every N steps")
     tensorboard: bool = option(
@@ -241,10 +250,10 @@ class Option:
 
 def yaml_key(name: str) -> str:
     """config.yaml's key of option ``name``: a section's (data.format) or the name."""
-    section, _, rest = name.partition("_")
-    if name in PLATFORM_NAMES or section not in SECTIONS or not rest:
-        return name
-    return f"{section}.{rest}"
+    for section in SECTIONS:
+        if name.startswith(f"{section}_") and name not in PLATFORM_NAMES:
+            return f"{section}.{name[len(section) + 1 :]}"
+    return name
 
 
 def options_of(config_class: type[Config]) -> dict[str, Option]:

@@ -29,7 +29,7 @@ METRICS = "metrics.jsonl"
 ARTIFACTS = "artifacts.json"
 # eval.py's rows for a run that is still training: its metrics.jsonl stays the run's own.
 EVALS = "eval.jsonl"
-TYPES = ("step", "train", "val", "test")
+TYPES = ("step", "train", "val", "test", "stop")
 # eval.py adds "eval" rows: a checkpoint scored again (split, checkpoint, the metrics).
 # TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
 PREFIX = {"step": "train", "train": "train_epoch", "val": "val", "test": "test"}

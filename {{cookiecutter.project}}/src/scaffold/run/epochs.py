@@ -8,6 +8,7 @@ kept) and the upload to the platform."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,15 +20,43 @@ from src.scaffold.outputs.record import RunRecord
 from src.scaffold.run.progress import Progress
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage.uploads import Uploader
-from src.scaffold.task import Task
+from src.scaffold.task import Monitor, Task
 
 log = logging.getLogger(__name__)
 # An epoch's train loss this many times the first epoch's is reported as diverging.
 GROWTH = 10
 
 
+@dataclass
+class EarlyStop:
+    """config.yaml's early_stop: on the monitored metric, after each validation."""
+
+    monitor: Monitor
+    patience: int | None = None
+    threshold: float | None = None
+    best: float | None = None
+    waited: int = 0
+
+    def after(self, score: float) -> str | None:
+        """Why the run stops after a validation that scored ``score``; None: it goes on."""
+        metric, threshold = self.monitor.metric, self.threshold
+        if threshold is not None and not self.monitor.better(threshold, score):
+            return f"val {metric} {score:.4g} reached early_stop.threshold {threshold:g}"
+        if self.best is None or self.monitor.better(score, self.best):
+            self.best, self.waited = score, 0
+            return None
+        self.waited += 1
+        if self.patience is not None and self.waited >= self.patience:
+            return (
+                f"val {metric} has not improved on {self.best:.4g} for {self.waited} "
+                f"validations (early_stop.patience {self.patience})"
+            )
+        return None
+
+
 class EpochEnd:
-    """The shared end of an epoch; only rank 0 evaluates, saves, records and uploads."""
+    """The shared end of an epoch; only rank 0 evaluates, saves, records and uploads, and
+    decides whether the run stops early (``stopping``; the backend tells the other ranks)."""
 
     def __init__(
         self,
@@ -40,6 +69,7 @@ class EpochEnd:
         epoch_size: int,
         progress: Progress | None = None,
         meta: dict[str, Any] | None = None,
+        early: EarlyStop | None = None,
     ) -> None:
         self.backend, self.task, self.plan, self.record = backend, task, plan, record
         # What every checkpoint carries besides the weights: the model, classes, shape,
@@ -52,6 +82,7 @@ class EpochEnd:
         self.warned = False
         self.stepped = False
         self.lr: Callable[[], float] = lambda: float("nan")
+        self.early, self.stopping, self.epoch = early, False, 0
 
     @property
     def global_batch(self) -> int:
@@ -82,6 +113,7 @@ class EpochEnd:
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         self.seconds.append(seconds)
+        self.epoch = epoch
         step = self.plan.steps_done(epoch)
         # Every rank: the mean over the ranks is the same number everywhere.
         guards.check_loss(train_loss, epoch, step, self.lr())
@@ -102,6 +134,11 @@ class EpochEnd:
         self._checkpoint(epoch, val[self.task.monitor.metric])
         if self.uploader is not None:
             self.uploader.sync()
+        reason = None if self.early is None else self.early.after(val[self.task.monitor.metric])
+        if reason is not None:
+            self.stopping = True
+            log.info("early stop after epoch %d: %s", epoch, reason)
+            self.record.log("stop", {}, step, epoch, reason=reason)
 
     def _watch_growth(self, epoch: int, train_loss: float) -> None:
         """One WARNING when an epoch's train loss is GROWTH times the first's: a learning

@@ -30,7 +30,7 @@ from src.scaffold.errors import Stopped, StorageError, TrainError
 from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
 from src.scaffold.outputs.record import HPARAMS, RunRecord
 from src.scaffold.run import ending
-from src.scaffold.run.epochs import EpochEnd
+from src.scaffold.run.epochs import EarlyStop, EpochEnd
 from src.scaffold.run.hostline import host_line
 from src.scaffold.run.progress import Progress
 from src.scaffold.run.timeline import TIMELINE
@@ -208,8 +208,11 @@ def _epochs(
         bar = sys.stdout.isatty()
         progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
     meta = {"model_name": task.model(cfg.model).name, **splits.info.checkpoint_meta()}
+    early = None
+    if cfg.early_stop_patience is not None or cfg.early_stop_threshold is not None:
+        early = EarlyStop(task.monitor, cfg.early_stop_patience, cfg.early_stop_threshold)
     hook = EpochEnd(
-        backend, task, plan, record, retention, uploader, cfg.epoch_size, progress, meta
+        backend, task, plan, record, retention, uploader, cfg.epoch_size, progress, meta, early
     )
     log.info(
         "training on %d x %s: %d samples, %d held out for validation, %d for the test",
@@ -222,7 +225,8 @@ def _epochs(
     else:
         log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
     if backend.rank == 0:
-        hook.test(max(last, first - 1))
+        # The last epoch trained (an early stop's), else the one the run already held.
+        hook.test(hook.epoch or first - 1)
 
 
 class _Format(logging.Formatter):

@@ -14,7 +14,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import nn
+from mindspore import nn, ops
 from mindspore.amp import auto_mixed_precision
 
 from src.scaffold.backend import devices, guards
@@ -162,6 +162,14 @@ class MindSporeBackend:
             if broken is None:
                 raise
             raise broken from err
+
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is on one (what rank 0 alone decides)."""
+        if self.world_size == 1:
+            return flag
+        # A sum: the CPU's AllReduce has no max.
+        value = ops.AllReduce()(ms.Tensor([float(flag)], ms.float32))
+        return bool(value.asnumpy()[0] > 0)
 
     def _lr_table(self) -> np.ndarray:
         """The optimizer's learning rates: one per step (dynamic), or one for all."""

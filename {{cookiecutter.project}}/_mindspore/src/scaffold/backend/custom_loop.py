@@ -176,3 +176,5 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
             on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, update))
         train_loss = float(np.mean([loss.asnumpy() for loss in losses]))
         on_epoch_end(epoch, train_loss, time.perf_counter() - start)
+        if backend.any_rank(on_epoch_end.stopping):
+            break

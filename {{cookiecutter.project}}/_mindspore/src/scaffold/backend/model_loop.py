@@ -62,6 +62,8 @@ class EpochCallback(Callback):
         if sink_epoch % self.sinks == 0:
             seconds = time.perf_counter() - self.start
             self.on_epoch_end(sink_epoch // self.sinks, float(np.mean(self.losses)), seconds)
+            if self.backend.any_rank(self.on_epoch_end.stopping):
+                run_context.request_stop()
 
 
 def _scale(backend: Any) -> Any:

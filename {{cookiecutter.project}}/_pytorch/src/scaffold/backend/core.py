@@ -229,6 +229,8 @@ class TorchBackend:
             # .item() waits for the device: the time covers the work, not just its launch.
             train_loss = distributed.average(loss, self.world_size).item()
             on_epoch_end(epoch, train_loss, time.perf_counter() - start)
+            if distributed.any_rank(on_epoch_end.stopping, self.world_size, self.torch_device):
+                return
 
     @torch.no_grad()
     def evaluate(self, split: str) -> dict[str, float]:

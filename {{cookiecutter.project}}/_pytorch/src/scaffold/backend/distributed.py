@@ -197,6 +197,15 @@ def average(value: torch.Tensor, world_size: int) -> torch.Tensor:
     return value / world_size
 
 
+def any_rank(flag: bool, world_size: int, device: torch.device) -> bool:
+    """True on every rank when ``flag`` is on one (what rank 0 alone decides)."""
+    if world_size == 1:
+        return flag
+    value = torch.tensor(float(flag), device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
+
+
 def leave() -> None:
     """Leave the process group, if this process joined one, and end its threads.
 

@@ -37,6 +37,15 @@ class EarlyStop:
     best: float | None = None
     waited: int = 0
 
+    @classmethod
+    def asked(
+        cls, monitor: Monitor, patience: int | None, threshold: float | None
+    ) -> EarlyStop | None:
+        """The early stop config.yaml asks for; None when it asks for none."""
+        if patience is None and threshold is None:
+            return None
+        return cls(monitor, patience, threshold)
+
     def after(self, score: float) -> str | None:
         """Why the run stops after a validation that scored ``score``; None: it goes on."""
         metric, threshold = self.monitor.metric, self.threshold

@@ -143,15 +143,9 @@ def _train(
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
     sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)
-    plan = BatchPlan(
-        len(splits.train),
-        cfg.batch_size,
-        backend.world_size,
-        backend.rank,
-        cfg.seed,
-        cfg.max_steps,
-        backend.accumulate,
-    )
+    place = (backend.world_size, backend.rank)
+    plan = BatchPlan(len(splits.train), cfg.batch_size, *place, cfg.seed, cfg.max_steps)
+    plan = replace(plan, accumulate=backend.accumulate)
     last = plan.last_epoch(cfg.epoch_size)
     total = plan.steps_done(last)
     # The schedule counts optimizer steps: one per `accumulate` batches.
@@ -208,9 +202,7 @@ def _epochs(
         bar = sys.stdout.isatty()
         progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
     meta = {"model_name": task.model(cfg.model).name, **splits.info.checkpoint_meta()}
-    early = None
-    if cfg.early_stop_patience is not None or cfg.early_stop_threshold is not None:
-        early = EarlyStop(task.monitor, cfg.early_stop_patience, cfg.early_stop_threshold)
+    early = EarlyStop.asked(task.monitor, cfg.early_stop_patience, cfg.early_stop_threshold)
     hook = EpochEnd(
         backend, task, plan, record, retention, uploader, cfg.epoch_size, progress, meta, early
     )

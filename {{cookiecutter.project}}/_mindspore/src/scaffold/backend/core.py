@@ -21,7 +21,7 @@ from src.scaffold.backend import devices, guards
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
-from src.scaffold.backend.options import MSConfig, sink_on
+from src.scaffold.backend.options import MSConfig, check_step_options, sink_on
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
@@ -58,13 +58,7 @@ class MindSporeBackend:
     loader: Loader
 
     def __init__(self, cfg: MSConfig, task: Task) -> None:
-        asked = [f"{k} {v}" for k, v in self._step_options(cfg).items()]
-        if asked and LOOP == "model":
-            need = "needs" if len(asked) == 1 else "need"
-            raise ConfigError(
-                f"{' and '.join(asked)} {need} the custom training loop: Model.train's step has "
-                "neither (gen update --set ms_train_loop=custom switches this project's loop)"
-            )
+        check_step_options(cfg, LOOP)
         ctx = init_env(cfg)
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.
@@ -96,12 +90,6 @@ class MindSporeBackend:
                 f"accumulate {cfg.accumulate} needs dataset_sink_mode: false (a sink runs its "
                 "steps on the device, where the host cannot group them): set it in config.yaml"
             )
-
-    @staticmethod
-    def _step_options(cfg: MSConfig) -> dict[str, Any]:
-        """accumulate and clip_grad_norm where set: the custom loop's own."""
-        asked = {"accumulate": cfg.accumulate, "clip_grad_norm": cfg.clip_grad_norm}
-        return {k: v for k, v in asked.items() if v not in (None, 1)}
 
     def describe(self) -> dict[str, Any]:
         return {

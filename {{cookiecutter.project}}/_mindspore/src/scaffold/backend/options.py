@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from src.scaffold.config import SWITCH, Config, option
+from src.scaffold.config import SWITCH, Config, ConfigError, option
 from src.scaffold.config.converters import choice, integer, number
 
 CONTEXT_MODES = ("graph", "pynative")
@@ -45,3 +45,15 @@ def sink_on(setting: str, device_target: str) -> bool:
     Ascend, where feeding whole sinks of steps pays; the CPU has no sink at all."""
     wanted = setting == "true" or (setting == "auto" and device_target == "Ascend")
     return wanted and device_target != "CPU"
+
+
+def check_step_options(cfg: MSConfig, loop: str) -> None:
+    """accumulate and clip_grad_norm are the custom loop's: Model.train's step has neither."""
+    asked = {"accumulate": cfg.accumulate, "clip_grad_norm": cfg.clip_grad_norm}
+    named = [f"{k} {v}" for k, v in asked.items() if v not in (None, 1)]
+    if named and loop == "model":
+        need = "needs" if len(named) == 1 else "need"
+        raise ConfigError(
+            f"{' and '.join(named)} {need} the custom training loop: Model.train's step has "
+            "neither (gen update --set ms_train_loop=custom switches this project's loop)"
+        )

@@ -49,8 +49,9 @@ def sink_on(setting: str, device_target: str) -> bool:
 
 def check_step_options(cfg: MSConfig, loop: str) -> None:
     """accumulate and clip_grad_norm are the custom loop's: Model.train's step has neither."""
-    named = [f"accumulate {cfg.accumulate}"] * (cfg.accumulate > 1)
-    named += [f"clip_grad_norm {cfg.clip_grad_norm:g}"] * (cfg.clip_grad_norm is not None)
+    named = [f"accumulate {cfg.accumulate}"] if cfg.accumulate > 1 else []
+    if cfg.clip_grad_norm is not None:
+        named.append(f"clip_grad_norm {cfg.clip_grad_norm:g}")
     if named and loop == "model":
         need = "needs" if len(named) == 1 else "need"
         raise ConfigError(

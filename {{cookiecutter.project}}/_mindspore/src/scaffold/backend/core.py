@@ -156,7 +156,7 @@ class MindSporeBackend:
         if self.world_size == 1:
             return flag
         # A sum: the CPU's AllReduce has no max.
-        value = ops.AllReduce()(ms.Tensor([float(flag)], ms.float32))
+        value = ops.AllReduce()(ms.Tensor(np.array([float(flag)], np.float32)))
         return bool(value.asnumpy()[0] > 0)
 
     def _lr_table(self) -> np.ndarray:

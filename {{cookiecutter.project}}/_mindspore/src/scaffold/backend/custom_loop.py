@@ -155,7 +155,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     per_call = steps // sinks if sink else 1
     for epoch in range(first, last + 1):
         start = time.perf_counter()
-        done = plan.steps_done(epoch - 1)
+        done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
         # Each call runs a step, or a whole sink of them on the device.
         if sink:
             calls = (run_sink() for _ in range(sinks))
@@ -172,7 +172,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
             step = done + len(losses) * per_call
             # Read only when reported: reading each loss would wait for every step. The
             # optimizer's learning rates are per optimizer step.
-            update = plan.updates_done(epoch - 1) + -(-(step - done) // plan.accumulate)
+            update = updates + -(-(step - done) // plan.accumulate)
             on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, update))
         train_loss = float(np.mean([loss.asnumpy() for loss in losses]))
         on_epoch_end(epoch, train_loss, time.perf_counter() - start)

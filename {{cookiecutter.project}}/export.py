@@ -15,8 +15,7 @@ from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_script  # noqa: E402
 from src.scaffold.infer.export import DESCRIPTION, export, options  # noqa: E402
-from src.scaffold.run.ending import leave  # noqa: E402
-from src.scaffold.run.runner import main  # noqa: E402
+from src.scaffold.run.ending import leave, main  # noqa: E402
 
 
 def write(argv: list) -> None:

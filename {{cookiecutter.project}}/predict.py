@@ -14,8 +14,7 @@ from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_script  # noqa: E402
 from src.scaffold.infer.predict import DESCRIPTION, options, predict  # noqa: E402
-from src.scaffold.run.ending import leave  # noqa: E402
-from src.scaffold.run.runner import main  # noqa: E402
+from src.scaffold.run.ending import leave, main  # noqa: E402
 
 
 def label(argv: list) -> None:

@@ -16,8 +16,8 @@ begin("train.py")
 from src.scaffold import Task  # noqa: E402
 from src.scaffold.backend import ProjectConfig  # noqa: E402 (this framework's options)
 from src.scaffold.config import parse_config  # noqa: E402
-from src.scaffold.run.ending import leave  # noqa: E402
-from src.scaffold.run.runner import main, run  # noqa: E402
+from src.scaffold.run.ending import leave, main  # noqa: E402
+from src.scaffold.run.runner import run  # noqa: E402
 
 
 def train(argv: list) -> None:

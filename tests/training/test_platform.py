@@ -176,6 +176,21 @@ def _wait_for(path: Path, epoch: int, proc: subprocess.Popen, timeout: float = 3
     raise AssertionError(f"no epoch {epoch} in {path}: {proc.poll()}")
 
 
+def _started(
+    project: Path, argv: list[str], env: dict[str, str], **how: object
+) -> subprocess.Popen:
+    """``python ARGV`` in the project, its stdout dropped, its stderr kept for the asserts."""
+    return subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=project,
+        env=env,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        **how,
+    )
+
+
 def _signal_paused(proc: subprocess.Popen, signum: int, group: bool = False) -> None:
     """Send ``signum`` to a run the stand-in moxing stopped (FAKE_MOXING_PAUSE), then SIGCONT:
     the signal lands at a known point, however fast the run or loaded the machine."""
@@ -239,17 +254,49 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(
     assert [line["epoch"] for line in metrics(where) if line["type"] == "val"] == list(range(1, 13))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pytorch", "custom"])
+def test_a_run_killed_after_a_checkpoint_inside_an_epoch_resumes_to_the_unbroken_weights(
+    projects, bucket, tmp_path: Path, name: str
+) -> None:
+    framework, suffix = FRAMEWORK[name], SUFFIX[FRAMEWORK[name]]
+    # 40 steps an epoch (1294 training samples, batch 32): a checkpoint every 15 steps falls
+    # inside the epochs (steps 15, 30; 45, 60, 75), a validation every 10 at 10..30, 50..70.
+    every = ("--epoch_size", "2", "--checkpoint_every", "15", "--validate_every", "10")
+    url = "obs://bucket/run"
+    argv = ["train.py", "--device_target", "cpu", "--train_url", url, "--no_tensorboard", *every]
+    # The stand-in moxing stops the run as the step-60 checkpoint is about to go up: the
+    # step-45 one and latest.json naming it are up (the pointer goes after the checkpoint).
+    pause = {"FAKE_MOXING_PAUSE": f"lenet_epoch2_step60{suffix}"}
+    proc = _started(projects[name], argv, clean_env(**bucket, **pause))
+    _signal_paused(proc, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, stderr[-3000:]
+    where = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run"
+    assert (
+        json.loads((where / "latest.json").read_text())["latest"] == f"lenet_epoch2_step45{suffix}"
+    )
+    # A restarted job: a fresh node (another cache) continues inside epoch 2.
+    env = clean_env(**{**bucket, "TRAIN_CACHE_DIR": str(tmp_path / "cache2")})
+    again = run(projects[name], *argv, "--resume", "auto", env=env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "after epoch 1 and 5 batches of epoch 2" in again.stdout
+    unbroken = train(projects[name], tmp_path / "unbroken", "--no_tensorboard", *every)
+    assert_same_weights(checkpoint(where, 2, framework), checkpoint(unbroken, 2, framework))
+    # Each validation once, by step (the killed attempt's rows after step 45 dropped), and
+    # only the epochs' checkpoints left: each epoch's own replaced those taken inside it.
+    validations = [(row["epoch"], row["step"]) for row in metrics(where) if row["type"] == "val"]
+    assert validations == [(1, 10), (1, 20), (1, 30), (1, 40), (2, 50), (2, 60), (2, 70), (2, 80)]
+    assert sorted(p.name for p in where.glob("lenet_*")) == [
+        f"lenet_epoch{e}{suffix}" for e in (1, 2)
+    ]
+
+
 def test_a_stop_during_the_last_upload_finishes_it(pytorch_project: Path, bucket) -> None:
     # metrics.jsonl goes up after each of the 12 epochs, then with the test line at the end.
     pause = {"FAKE_MOXING_PAUSE": "metrics.jsonl", "FAKE_MOXING_PAUSE_AT": "13"}
-    proc = subprocess.Popen(
-        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", "obs://bucket/run"],
-        cwd=pytorch_project,
-        env=clean_env(**bucket, **pause),
-        text=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    argv = ["train.py", "--device_target", "cpu", "--train_url", "obs://bucket/run"]
+    proc = _started(pytorch_project, argv, clean_env(**bucket, **pause))
     _signal_paused(proc, signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
@@ -268,13 +315,10 @@ def test_ctrl_c_stops_a_run_as_sigint(projects, bucket, tmp_path: Path, name: st
     output = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run" if remote else tmp_path / "out"
     url = "obs://bucket/run" if remote else str(output)
     pause = {"FAKE_MOXING_PAUSE": checkpoint(Path(), 1, FRAMEWORK[name]).name}
-    proc = subprocess.Popen(
-        [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url],
-        cwd=projects[name],
-        env=clean_env(**bucket, **pause) if remote else clean_env(),
-        text=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    proc = _started(
+        projects[name],
+        ["train.py", "--device_target", "cpu", "--train_url", url],
+        clean_env(**bucket, **pause) if remote else clean_env(),
         start_new_session=True,  # a process group of its own, as a terminal's foreground job
     )
     if remote:

@@ -212,8 +212,9 @@ def test_mindspore_custom_loop_clips_each_step_to_clip_grad_norm(
     )
     runs.assert_one_line_exit_2(
         refused,
-        "error: clip_grad_norm 0.05 needs the custom training loop: Model.train's step has "
-        "neither (gen update --set ms_train_loop=custom switches this project's loop)",
+        "error: clip_grad_norm 0.05 needs the custom training loop: Model.train's step "
+        "neither accumulates nor clips, and resumes at an epoch's start only (gen update "
+        "--set ms_train_loop=custom switches this project's loop)",
     )
     assert not (tmp_path / "model").exists()
 
@@ -249,10 +250,16 @@ def test_early_stop_says_why_in_the_log_and_the_record(
     suffix = runs.SUFFIX[framework]
     assert rows[-1]["type"] == "test" and rows[-1]["checkpoint"] == f"lenet_epoch3{suffix}"
     # A threshold below what the first epochs reach: the run stops at the first epoch
-    # whose validation reaches it, and says so.
-    reached = runs.train(project, tmp_path / "reached", "--early_stop_threshold", "0.3", *quiet)
+    # whose validation reaches it, and says so. validate_every 15 validates at every 15th
+    # step of the run as well as at each epoch's end (40 steps an epoch: once where they
+    # meet, as at step 120); early_stop reads the epochs' own.
+    every = ("--early_stop_threshold", "0.3", "--validate_every", "15")
+    reached = runs.train(project, tmp_path / "reached", *every, *quiet)
     rows = runs.epoch_rows(reached)
     (stop,) = [r for r in rows if r["type"] == "stop"]
-    scores = [r["accuracy"] for r in rows if r["type"] == "val"]
+    steps = [r["step"] for r in rows if r["type"] == "val"]
+    end = 40 * stop["epoch"]
+    assert steps == sorted({*range(15, end, 15), *range(40, end + 1, 40)})
+    scores = [r["accuracy"] for r in rows if r["type"] == "val" and r["step"] % 40 == 0]
     assert scores[-1] >= 0.3 > max(scores[:-1], default=0) and len(scores) < 5
     assert stop["reason"] == f"val accuracy {scores[-1]:.4g} reached early_stop.threshold 0.3"

@@ -77,3 +77,27 @@ def test_scores_of_another_metric_are_not_compared(tmp_path: Path) -> None:
     save(first, 1, 0.99)
     again = Retention.resume(tmp_path, ".pt", 1, "net", Monitor("loss", "min"))
     assert again.scores == {}  # accuracies are no losses
+
+
+def test_a_checkpoint_inside_an_epoch_is_kept_until_the_next_one(tmp_path: Path) -> None:
+    retention = Retention(tmp_path, ".pt", model="net", keep=2)
+    save(retention, 1, 0.5)
+    for step in (15, 30):  # checkpoint_every inside epoch 2
+        (tmp_path / name(2, ".pt", "net", step)).write_bytes(b"inside")
+        dropped = retention.saved(2, None, step)
+    assert dropped == ["net_epoch2_step15.pt"]
+    pointer = json.loads((tmp_path / POINTER).read_text())
+    # The epochs finished, and the file to continue from; no score: it was not validated.
+    assert pointer["epoch"] == 1 and pointer["latest"] == "net_epoch2_step30.pt"
+    assert list(pointer["scores"]) == ["net_epoch1.pt"]
+    # The epoch's own checkpoint replaces the one inside it.
+    assert save(retention, 2, 0.6) == ["net_epoch2_step30.pt"]
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["net_epoch1.pt", "net_epoch2.pt"]
+
+
+def test_find_latest_orders_checkpoints_inside_an_epoch_before_its_own(tmp_path: Path) -> None:
+    for file in ("net_epoch2.pt", "net_epoch3_step45.pt", "net_epoch3_step100.pt"):
+        (tmp_path / file).write_bytes(b"x")
+    assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch3_step100.pt"
+    (tmp_path / "net_epoch3.pt").write_bytes(b"x")
+    assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch3.pt"

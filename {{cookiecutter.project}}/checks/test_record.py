@@ -52,7 +52,7 @@ def test_a_resumed_run_drops_what_came_after_its_checkpoint_but_tests(tmp_path: 
         first.add_artifact(tmp_path / name)
     (tmp_path / "b.pt").unlink()  # the retention policy dropped it, the job died before saying so
 
-    resumed = RunRecord(tmp_path, "run-1", resumed_after=2)
+    resumed = RunRecord(tmp_path, "run-1", resumed_after=20)  # the step epoch 2 ended at
     resumed.log("train", {"loss": 0.5}, step=30, epoch=3)
     kept = [(line["type"], line["epoch"]) for line in lines_of(tmp_path)]
     # Every attempt's test stays: the first attempt's score is part of the record.

@@ -47,3 +47,19 @@ def test_max_steps_cuts_the_epoch_where_it_runs_out() -> None:
     assert [into_the_second.steps_in(e) for e in (1, 2, 3)] == [40, 10, 0]
     assert len(into_the_second.batches(2)) == 10 and into_the_second.last_epoch(12) == 2
     assert BatchPlan(1294, 32, 1, 0, 0).steps_in(7) == 40
+
+
+def test_a_resumed_epoch_starts_at_its_first_batch_not_trained() -> None:
+    plan = BatchPlan(100, 8, 1, 0, seed=3)  # 12 steps an epoch
+    resumed = BatchPlan(100, 8, 1, 0, seed=3, begun=(2, 5))
+    np.testing.assert_array_equal(resumed.batches(2), plan.batches(2)[5:])
+    np.testing.assert_array_equal(resumed.batches(3), plan.batches(3))
+    assert (resumed.skipped(2), resumed.skipped(3)) == (5, 0)
+
+
+def test_optimizer_steps_are_counted_by_training_step() -> None:
+    # 12 batches an epoch, 5 a step: steps end at batches 5, 10 and 12 (the epoch's end).
+    plan = BatchPlan(100, 8, 1, 0, seed=0, accumulate=5)
+    assert [plan.updates_by(step) for step in (0, 4, 5, 9, 10, 11, 12, 13, 17)] == [
+        *(0, 0, 1, 1, 2, 2, 3, 3, 4),
+    ]

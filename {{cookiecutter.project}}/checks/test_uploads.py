@@ -156,3 +156,13 @@ def test_a_bad_retry_setting_is_one_line_naming_it(
     said = str(caught.value)
     assert said.startswith(f"{name} must be ") and said.endswith(f", not {value!r}")
     assert says in said and "\n" not in said
+
+
+def test_the_pointer_goes_up_after_the_checkpoint_it_names(dirs: tuple[Path, Path]) -> None:
+    out, bucket = dirs
+    remote = Bucket(bucket)
+    for name in ("latest.json", "artifacts.json", "cnn_epoch1.pt", "metrics.jsonl"):
+        (out / name).write_text(name)
+    Uploader(out, remote).sync()
+    # A job killed between two copies never leaves latest.json naming a file not up yet.
+    assert remote.puts == [["cnn_epoch1.pt", "metrics.jsonl", "artifacts.json", "latest.json"]]

@@ -93,6 +93,13 @@ class Config:
     max_steps: int | None = option(
         None, integer(1), "stop after this many training steps (performance runs)"
     )
+    # Inside an epoch (an epoch of real data can last hours): counted in optimizer steps.
+    validate_every: int | None = option(
+        None, integer(1), "validate every N optimizer steps as well as after each epoch"
+    )
+    checkpoint_every: int | None = option(
+        None, integer(1), "a checkpoint every N optimizer steps, resumed from inside its epoch"
+    )
     # The optimizer step: the gradients of `accumulate` batches, clipped (src/step.py's).
     accumulate: int = option(
         1, integer(1), "batches whose gradients make one optimizer step (the schedule counts steps)"

@@ -68,6 +68,8 @@ class BatchPlan:
     max_steps: int | None = None
     # Batches whose gradients make one optimizer step (config.yaml's accumulate).
     accumulate: int = 1
+    # A run resumed from a checkpoint taken inside an epoch: (that epoch, its batches done).
+    begun: tuple[int, int] = (0, 0)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -111,11 +113,25 @@ class BatchPlan:
         size = min(self.accumulate, self.steps_in(epoch) - start)
         return size, index == start + size - 1
 
+    def skipped(self, epoch: int) -> int:
+        """Batches of ``epoch`` an earlier attempt trained already (a mid-epoch resume)."""
+        return self.begun[1] if epoch == self.begun[0] else 0
+
+    def updates_by(self, step: int) -> int:
+        """Optimizer steps taken once training step ``step`` (1-based, over the run) is done."""
+        epoch = max(1, -(-step // max(self.steps_per_epoch, 1)))
+        index = step - (epoch - 1) * self.steps_per_epoch
+        inside = (
+            self.updates_in(epoch) if index >= self.steps_in(epoch) else index // self.accumulate
+        )
+        return self.updates_done(epoch - 1) + inside
+
     def batches(self, epoch: int) -> np.ndarray:
-        """This rank's sample indices for ``epoch``, shape (steps, batch_size)."""
+        """This rank's sample indices for ``epoch``, shape (steps, batch_size): from the
+        first batch not yet trained."""
         plan = rank_batches(
             self.num_samples, self.batch_size, self.world_size, self.rank, self.seed, epoch
         )
         if self.max_steps is not None:
             plan = plan[: max(0, self.max_steps - (epoch - 1) * self.steps_per_epoch)]
-        return plan
+        return plan[self.skipped(epoch) :]

@@ -2,7 +2,9 @@
 validation metric (config.yaml's monitor:), a small latest.json pointer, and the newest
 one found again for --resume auto.
 
-Checkpoints are named after the model: mynet_epoch7.pt, resnet_epoch3.ckpt.
+Checkpoints are named after the model: mynet_epoch7.pt, resnet_epoch3.ckpt. One taken
+inside an epoch (checkpoint_every) also names the training step: mynet_epoch8_step350.pt;
+only the newest of those is kept, and the epoch's own checkpoint replaces it.
 latest.json: {"epoch": 7, "latest": "mynet_epoch7.pt", "best": "mynet_epoch5.pt",
 "monitor": {"metric": "accuracy", "mode": "max"}, "scores": {"mynet_epoch5.pt": 0.981,
 ...}} - written after each checkpoint, so a restarted job (and a person) can tell which
@@ -43,14 +45,27 @@ def usual_mode(path: Path) -> None:
     os.chmod(path, 0o666 & ~_umask())
 
 
-def name(epoch: int, suffix: str, model: str) -> str:
-    """The file name of the checkpoint of ``model`` taken after ``epoch``: mynet_epoch7.pt."""
-    return f"{model}{MARK}{epoch}{suffix}"
+def name(epoch: int, suffix: str, model: str, step: int | None = None) -> str:
+    """The file name of the checkpoint of ``model`` taken after ``epoch`` (mynet_epoch7.pt),
+    or at training ``step`` inside it (mynet_epoch7_step350.pt)."""
+    inside = "" if step is None else f"_step{step}"
+    return f"{model}{MARK}{epoch}{inside}{suffix}"
+
+
+def _order(path: Path, suffix: str) -> tuple[int, float] | None:
+    """(epoch, step) of a checkpoint's name; an epoch's own comes after its steps."""
+    pattern = rf"[A-Za-z0-9_.-]+?{MARK}(\d+)(?:_step(\d+))?{re.escape(suffix)}"
+    match = re.fullmatch(pattern, path.name)
+    if match is None:
+        return None
+    step = match.group(2)
+    return int(match.group(1)), float("inf") if step is None else int(step)
 
 
 def epoch_of(path: Path, suffix: str) -> int | None:
-    match = re.fullmatch(rf"[A-Za-z0-9_.-]+?{MARK}(\d+){re.escape(suffix)}", path.name)
-    return int(match.group(1)) if match else None
+    """The epoch a checkpoint ends (None: not an epoch's own checkpoint)."""
+    order = _order(path, suffix)
+    return order[0] if order is not None and order[1] == float("inf") else None
 
 
 def read_pointer(directory: Path) -> dict:
@@ -66,8 +81,8 @@ def find_latest(directory: Path, suffix: str) -> Path | None:
     pointed = read_pointer(directory).get("latest")
     if isinstance(pointed, str) and (directory / pointed).is_file():
         return directory / pointed
-    numbered = [(epoch_of(p, suffix), p) for p in directory.glob(f"*{MARK}*{suffix}")]
-    numbered = [(epoch, p) for epoch, p in numbered if epoch is not None]
+    numbered = [(_order(p, suffix), p) for p in directory.glob(f"*{MARK}*{suffix}")]
+    numbered = [(order, p) for order, p in numbered if order is not None]
     return max(numbered)[1] if numbered else None
 
 
@@ -104,19 +119,28 @@ class Retention:
     def _epoch(self, checkpoint: str) -> int:
         return epoch_of(Path(checkpoint), self.suffix) or 0
 
-    def saved(self, epoch: int, score: float) -> list[str]:
-        """Record epoch's checkpoint and its monitored score, delete the ones the policy
-        drops; return their names."""
-        self.scores[name(epoch, self.suffix, self.model)] = score
+    def _inside(self) -> list[str]:
+        """The checkpoints taken inside an epoch that are still here."""
+        found = self.directory.glob(f"{self.model}{MARK}*_step*{self.suffix}")
+        return sorted(p.name for p in found if _order(p, self.suffix) is not None)
+
+    def saved(self, epoch: int, score: float | None, step: int | None = None) -> list[str]:
+        """Record a checkpoint: epoch's own with its monitored score, or one taken at
+        ``step`` inside it (no score: kept until the next checkpoint). Delete the ones the
+        policy drops; return their names."""
+        latest = name(epoch, self.suffix, self.model, step)
+        inside = [other for other in self._inside() if other != latest]
+        if step is None:
+            self.scores[latest] = float(score)
         newest = sorted(self.scores, key=self._epoch)[-self.keep :]
         keep = {*newest, self.best()}
         dropped = sorted(set(self.scores) - keep, key=self._epoch)
-        for checkpoint in dropped:
+        for checkpoint in [*dropped, *inside]:
             (self.directory / checkpoint).unlink(missing_ok=True)
-            del self.scores[checkpoint]
+            self.scores.pop(checkpoint, None)
         pointer = {
-            "epoch": epoch,
-            "latest": name(epoch, self.suffix, self.model),
+            "epoch": epoch if step is None else epoch - 1,
+            "latest": latest,
             "best": self.best(),
             "monitor": {"metric": self.monitor.metric, "mode": self.monitor.mode},
             "scores": dict(sorted(self.scores.items(), key=lambda i: self._epoch(i[0]))),
@@ -125,4 +149,4 @@ class Retention:
         tmp = self.directory / f".{POINTER}.tmp"
         tmp.write_text(json.dumps(pointer, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, self.directory / POINTER)
-        return dropped
+        return [*dropped, *inside]

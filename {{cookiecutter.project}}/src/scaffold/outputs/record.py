@@ -4,8 +4,8 @@ hparams.json      the options as asked, the run's id, and what they resolved to
 metrics.jsonl     one flat JSON object per line: run, type, epoch, step, time and the
                   metrics themselves, so pandas.read_json(path, lines=True) loads it as is.
                   type "step": every log_every steps (loss, lr, samples_per_s); "train":
-                  each epoch (loss, lr, samples_per_s, seconds); "val": each epoch; "test":
-                  once at the end
+                  each epoch (loss, lr, samples_per_s, seconds); "val": each epoch, and
+                  every validate_every optimizer steps; "test": once at the end
 artifacts.json    the files the run produced: path (relative), bytes, sha256
 Only rank 0 writes; on other ranks every method does nothing. A resumed run first drops
 what the interrupted attempt logged after its checkpoint, so every step is there once.
@@ -61,7 +61,8 @@ class RunRecord:
     """Writes the record of run ``run_id`` into output_dir; a no-op unless enabled (rank 0).
 
     ``resumed_after``: None for a new run (its directory holds no other run's outputs:
-    outputs/rundir.py), else the epoch its checkpoint ended (0: restarted from scratch).
+    outputs/rundir.py), else the training step its checkpoint was taken at (0: restarted
+    from scratch).
     """
 
     def __init__(
@@ -96,14 +97,14 @@ class RunRecord:
                 truncate(tensorboard, self._last_step)
             self.events = EventWriter(tensorboard)
 
-    def _rewind(self, epoch: int) -> None:
-        """Keep what earlier attempts logged up to ``epoch`` and every test they scored (a
+    def _rewind(self, step: int) -> None:
+        """Keep what earlier attempts logged up to ``step`` and every test they scored (a
         finished run continued for more epochs keeps its first test), and the artifacts
         that are still there."""
         metrics = self.output_dir / METRICS
         if metrics.is_file():
             lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines()]
-            kept = [line for line in lines if line["epoch"] <= epoch or line["type"] == "test"]
+            kept = [line for line in lines if line["step"] <= step or line["type"] == "test"]
             trained = [line["step"] for line in kept if line["type"] != "test"]
             self._last_step = max(trained, default=0)
             tmp = metrics.with_name(f".{METRICS}.tmp")

@@ -26,7 +26,7 @@ from src.scaffold.outputs.checkpoints import MARK, POINTER, read_pointer
 
 RECORD = ("hparams.json", "metrics.jsonl", "artifacts.json", POINTER)
 # Either framework's checkpoints: lenet_epoch7.pt, resnet_epoch3.ckpt.
-CHECKPOINT = re.compile(rf"[A-Za-z0-9_.-]+{MARK}\d+\.(pt|ckpt)")
+CHECKPOINT = re.compile(rf"[A-Za-z0-9_.-]+{MARK}\d+(_step\d+)?\.(pt|ckpt)")
 TENSORBOARD = "tensorboard"
 # metrics.jsonl rows that only a finished epoch writes.
 EPOCH_ROWS = ("train", "val", "test")

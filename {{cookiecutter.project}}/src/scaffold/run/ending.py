@@ -1,4 +1,5 @@
-"""How a finished train.py process exits: a run that trained alone leaves without the
+"""How an entry script's process ends: its exit status (main: a mistake is one line and
+status 2, a stop 128 + the signal), and, for a run that trained alone, leaving without the
 interpreter's teardown of the framework and what it imports (0.5 s and more on a CPU, in
 every time to accuracy); ranks of a job, failures and stops exit as usual."""
 
@@ -9,8 +10,16 @@ import logging
 import os
 import sys
 import threading
-from typing import NoReturn
+from pathlib import Path
+from typing import Callable, NoReturn, Sequence
 
+from src.scaffold.backend import guards
+from src.scaffold.errors import Stopped, TrainError
+
+# The flag that shows the whole traceback of an error instead of its one line.
+DEBUG = "--debug"
+# The frameworks a project imports: without them, one line says which Python lacks them.
+FRAMEWORKS = ("torch", "torch_npu", "mindspore")
 # Set when this process trained alone (no process group) and saved everything.
 _ALONE: list = []
 
@@ -42,3 +51,35 @@ def leave(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
+    """Call ``train(argv)``: a mistake in the input, or an error raised in your files, is one
+    line on stderr and exit status 2 (--debug: the whole traceback instead); a stop signal
+    exits 128 + its number once the outputs are saved."""
+    debug = DEBUG in argv
+    argv = [arg for arg in argv if arg != DEBUG]
+    try:
+        train(argv)
+    except TrainError as err:
+        if debug:
+            raise
+        # A worker process's error arrives quoted in a longer message: its own line.
+        print(f"error: {guards.unquoted(err) or err}", file=sys.stderr)
+        return 2
+    except Stopped as err:
+        print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
+        return 128 + err.signum
+    except ModuleNotFoundError as err:
+        if debug or err.name not in FRAMEWORKS:
+            raise
+        script = Path(sys.argv[0]).name if sys.argv[0].endswith(".py") else "train.py"
+        print(f"error: {guards.no_module(err.name, sys.executable, script)}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        line = None if debug else guards.one_line(err)
+        if line is None:
+            raise
+        print(f"error: {line} (--debug shows the traceback)", file=sys.stderr)
+        return 2
+    return 0

@@ -1,9 +1,10 @@
 """What happens after every step and every epoch, for both frameworks (rank 0 only).
 
 After a step: progress, and every log_every steps the loss and learning rate in the
-run record. After an epoch: validation (whatever metrics src/step.py returns), the log
-line, the run record, the checkpoint (newest N plus the best by the monitored metric
-kept) and the upload to the platform."""
+run record; every validate_every optimizer steps a validation, every checkpoint_every a
+checkpoint the run can resume from inside the epoch. After an epoch: validation
+(whatever metrics src/step.py returns), the log line, the run record, the checkpoint
+(newest N plus the best by the monitored metric kept) and the upload to the platform."""
 
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ class EpochEnd:
         progress: Progress | None = None,
         meta: dict[str, Any] | None = None,
         early: EarlyStop | None = None,
+        every: tuple[int | None, int | None] = (None, None),
     ) -> None:
         self.backend, self.task, self.plan, self.record = backend, task, plan, record
         # What every checkpoint carries besides the weights: the model, classes, shape,
@@ -92,6 +94,10 @@ class EpochEnd:
         self.stepped = False
         self.lr: Callable[[], float] = lambda: float("nan")
         self.early, self.stopping, self.epoch = early, False, 0
+        # validate_every and checkpoint_every, in optimizer steps; the steps taken so far.
+        self.validate_every, self.checkpoint_every = every
+        epoch, inside = plan.begun
+        self.updates = plan.updates_by(plan.steps_done(max(epoch - 1, 0)) + inside)
 
     @property
     def global_batch(self) -> int:
@@ -105,6 +111,7 @@ class EpochEnd:
         progress = self.progress
         if progress is None:
             return
+        self._every(step)
         if not self.stepped:
             # The first step of this process: done once its loss is back from the device.
             self.stepped = True
@@ -120,6 +127,34 @@ class EpochEnd:
             values["samples_per_s"] = progress.report(step, shown, values["loss"], values["lr"])
             self.record.log("step", values, step, epoch)
 
+    def _every(self, step: int) -> None:
+        """validate_every and checkpoint_every: after the optimizer step that completes a
+        multiple (a sink of several steps: one that passes it), inside an epoch; at its
+        end the epoch's own validation and checkpoint come anyway."""
+        plan = self.plan
+        before, self.updates = self.updates, plan.updates_by(step)
+        epoch = -(-step // max(plan.steps_per_epoch, 1))
+        if step >= plan.steps_done(epoch):
+            return
+        validate, save = self.validate_every, self.checkpoint_every
+        if validate is not None and self.updates // validate > before // validate:
+            val = self.backend.evaluate("val")
+            self.record.log("val", val, step, epoch)
+            log.info("step %d (epoch %d)  val %s", step, epoch, _scores(val))
+        if save is not None and self.updates // save > before // save:
+            inside = step - plan.steps_done(epoch - 1)
+            path = self.retention.directory / name(
+                epoch, self.backend.suffix, self.retention.model, step
+            )
+            # "epoch": the epochs finished; "batches": those of this one (the resume's start).
+            meta = {"epoch": epoch - 1, "seed": plan.seed, "batches": inside, **self.meta}
+            self.backend.save(path, meta)
+            self.record.add_artifact(path)
+            for dropped in self.retention.saved(epoch, None, step):
+                self.record.remove_artifact(Path(dropped))
+            if self.uploader is not None:
+                self.uploader.sync()
+
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         self.seconds.append(seconds)
         self.epoch = epoch
@@ -129,7 +164,7 @@ class EpochEnd:
         if self.backend.rank != 0:
             return
         self._watch_growth(epoch, train_loss)
-        steps = step - self.plan.steps_done(epoch - 1)
+        steps = step - self.plan.steps_done(epoch - 1) - self.plan.skipped(epoch)
         throughput = steps * self.global_batch / max(seconds, 1e-9)
         done = {"loss": train_loss, "lr": self.lr(), "samples_per_s": throughput}
         self.record.log("train", {**done, "seconds": seconds}, step, epoch)

@@ -17,16 +17,16 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
-from src.scaffold.backend import devices, guards
+from src.scaffold.backend import devices
 from src.scaffold.backend.api import Backend, Framework
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
 from src.scaffold.data import finder, sharding
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
-from src.scaffold.errors import Stopped, StorageError, TrainError
+from src.scaffold.errors import Stopped, StorageError
 from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
 from src.scaffold.outputs.record import HPARAMS, RunRecord
 from src.scaffold.run import ending
@@ -42,10 +42,6 @@ log = logging.getLogger("train")
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 # What each rank of a multi-rank run says on stderr once its part is done (scripts/launch_lib.sh).
 FINISHED = "training finished"
-# The flag that shows the whole traceback of an error instead of its one line.
-DEBUG = "--debug"
-# The frameworks a project imports: without them, one line says which Python lacks them.
-FRAMEWORKS = ("torch", "torch_npu", "mindspore")
 
 
 @contextmanager
@@ -69,10 +65,11 @@ def stopping() -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool]:
-    """(first epoch, data-order seed, resumed): from a checkpoint, else epoch 1 with
-    pretrained weights if any. Resumed also when --resume auto finds the record of a run
-    that ended before its first checkpoint: that run starts again."""
+def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool, int]:
+    """(first epoch, data-order seed, resumed, batches of the first epoch trained already):
+    from a checkpoint, else epoch 1 with pretrained weights if any. Resumed also when
+    --resume auto finds the record of a run that ended before its first checkpoint: that
+    run starts again."""
     path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
     if cfg.resume == "auto":
         # Fetched from the platform already, where the outputs live there (truth.continuing).
@@ -84,15 +81,18 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
         if meta["seed"] != cfg.seed:
             # The data order must continue as it began for the run to match an unbroken one.
             log.warning("continuing with the checkpoint's seed %d, not %d", meta["seed"], cfg.seed)
-        log.info("resumed from %s after epoch %d", path, meta["epoch"])
-        return meta["epoch"] + 1, meta["seed"], True
+        inside = meta.get("batches", 0)  # a checkpoint_every checkpoint's, inside an epoch
+        more = f" and {inside} batches of epoch {meta['epoch'] + 1}" if inside else ""
+        log.info("resumed from %s after epoch %d%s", path, meta["epoch"], more)
+        return meta["epoch"] + 1, meta["seed"], True, inside
     weights = where.pretrained
     found = weights and pretrained.find_file(weights, backend.suffix, cfg.pretrained is not None)
     if found:
         backend.load_pretrained(found, cfg.skip_layers)
         skipped = f" (kept {', '.join(cfg.skip_layers)} initialised)" if cfg.skip_layers else ""
         log.info("loaded pretrained weights from %s%s", found, skipped)
-    return 1, cfg.seed, cfg.resume == "auto" and rundir.run_id_of(Path(cfg.train_url)) is not None
+    again = cfg.resume == "auto" and rundir.run_id_of(Path(cfg.train_url)) is not None
+    return 1, cfg.seed, again, 0
 
 
 def _check_fresh(cfg: Config, where: storage.Storage) -> None:
@@ -112,7 +112,7 @@ def _run_id(cfg: Config) -> str:
 
 
 def _record(
-    cfg: Config, where: storage.Storage, rank: int, first: int, resumed: bool, run_id: str
+    cfg: Config, where: storage.Storage, rank: int, after: int | None, run_id: str
 ) -> RunRecord:
     """The run record of rank 0: TensorBoard files unless turned off; MLflow when the user
     has a server (MLFLOW_TRACKING_URI)."""
@@ -124,8 +124,7 @@ def _record(
     if rank == 0:
         from src.scaffold.outputs.tracking import Tracker
 
-        tracker = Tracker.start(run_id, output, resumed)
-    after = first - 1 if resumed else None
+        tracker = Tracker.start(run_id, output, after is not None)
     return RunRecord(output, run_id, rank == 0, after, board, tracker)
 
 
@@ -154,12 +153,13 @@ def _train(
     # The monitored metric among those src/step.py returned on the batch the model was
     # tried on: said before the first step, and before anything is written.
     task.check_metrics(backend.sample_metrics)
-    first, seed, resumed = _start(cfg, where, backend)
-    plan = replace(plan, seed=seed)
+    first, seed, resumed, inside = _start(cfg, where, backend)
+    plan = replace(plan, seed=seed, begun=(first, inside))
     output = Path(cfg.train_url)
     if uploader is not None and resumed:
         uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
-    record = _record(cfg, where, backend.rank, first, resumed, asked["run_id"])
+    after = plan.steps_done(first - 1) + inside if resumed else None
+    record = _record(cfg, where, backend.rank, after, asked["run_id"])
     try:
         _epochs(cfg, task, backend, splits, plan, record, uploader, (first, last, total), asked)
     except BaseException:
@@ -200,11 +200,23 @@ def _epochs(
     progress = None
     if backend.rank == 0:
         bar = sys.stdout.isatty()
-        progress = Progress(total, plan.steps_done(first - 1), cfg.log_every, global_batch, bar)
+        begun = plan.steps_done(first - 1) + plan.skipped(first)
+        progress = Progress(total, begun, cfg.log_every, global_batch, bar)
     meta = {"model_name": task.model(cfg.model).name, **splits.info.checkpoint_meta()}
     early = EarlyStop.asked(task.monitor, cfg.early_stop_patience, cfg.early_stop_threshold)
+    every = (cfg.validate_every, cfg.checkpoint_every)
     hook = EpochEnd(
-        backend, task, plan, record, retention, uploader, cfg.epoch_size, progress, meta, early
+        backend,
+        task,
+        plan,
+        record,
+        retention,
+        uploader,
+        cfg.epoch_size,
+        progress,
+        meta,
+        early,
+        every,
     )
     log.info(
         "training on %d x %s: %d samples, %d held out for validation, %d for the test",
@@ -315,35 +327,3 @@ def run(task: Task, cfg: Config, framework: Framework) -> None:
             ending.trained_alone()
     finally:
         backend.close()
-
-
-def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
-    """Call ``train(argv)``: a mistake in the input, or an error raised in your files, is one
-    line on stderr and exit status 2 (--debug: the whole traceback instead); a stop signal
-    exits 128 + its number once the outputs are saved."""
-    debug = DEBUG in argv
-    argv = [arg for arg in argv if arg != DEBUG]
-    try:
-        train(argv)
-    except TrainError as err:
-        if debug:
-            raise
-        # A worker process's error arrives quoted in a longer message: its own line.
-        print(f"error: {guards.unquoted(err) or err}", file=sys.stderr)
-        return 2
-    except Stopped as err:
-        print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
-        return 128 + err.signum
-    except ModuleNotFoundError as err:
-        if debug or err.name not in FRAMEWORKS:
-            raise
-        script = Path(sys.argv[0]).name if sys.argv[0].endswith(".py") else "train.py"
-        print(f"error: {guards.no_module(err.name, sys.executable, script)}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        line = None if debug else guards.one_line(err)
-        if line is None:
-            raise
-        print(f"error: {line} (--debug shows the traceback)", file=sys.stderr)
-        return 2
-    return 0

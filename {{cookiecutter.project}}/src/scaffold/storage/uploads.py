@@ -112,7 +112,12 @@ class Uploader:
     def _once(self) -> int:
         assert self.remote is not None
         files = _files(self.local)
-        changed = sorted(name for name, state in files.items() if self.sent.get(name) != state)
+        # The JSON files that name others (latest.json, artifacts.json) go up after those: a
+        # job killed between the two never leaves a pointer to a checkpoint not there yet.
+        changed = sorted(
+            (name for name, state in files.items() if self.sent.get(name) != state),
+            key=lambda name: (name.endswith(".json"), name),
+        )
         removed = sorted(set(self.sent) - set(files))
         if changed:
             self.remote.put(self.local, changed)

@@ -27,7 +27,7 @@ from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import CHECKPOINT_META, Splits
-from src.scaffold.errors import CheckpointError, ConfigError
+from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained, truth
 from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.task import DataShape, Task
@@ -36,9 +36,11 @@ log = logging.getLogger(__name__)
 CHECKPOINT_SUFFIX = ".ckpt"
 # Samples the model is tried on before training.
 CHECK_SAMPLES = 4
-# Checkpoint entries that are bookkeeping, not weights or optimizer state: the numbers,
-# and what describes the model and the data (strings; lists as JSON).
+# Checkpoint entries that are bookkeeping, not weights or optimizer state: the numbers
+# (PARTIAL: the batches of the next epoch a checkpoint_every one holds), and what
+# describes the model and the data (strings; lists as JSON).
 META = ("epoch", "seed")
+PARTIAL = "batches"
 DATA_META = CHECKPOINT_META
 # The optimizer's learning-rate parameter: from the config, never from a checkpoint.
 LR = "learning_rate"
@@ -52,13 +54,12 @@ class MindSporeBackend:
 
     name = "mindspore"
     suffix = CHECKPOINT_SUFFIX
-    accumulate = 1
     net: nn.Cell
     optimizer: nn.Optimizer
     loader: Loader
 
     def __init__(self, cfg: MSConfig, task: Task) -> None:
-        check_step_options(cfg, LOOP)
+        check_step_options(cfg, LOOP, sink=False)  # before the device starts
         ctx = init_env(cfg)
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.
@@ -85,11 +86,7 @@ class MindSporeBackend:
         if cfg.dataset_sink_mode == "true" and not self.sink:
             log.info("MindSpore has no data sink on the CPU: training without it")
         self.accumulate = cfg.accumulate
-        if self.accumulate > 1 and self.sink:
-            raise ConfigError(
-                f"accumulate {cfg.accumulate} needs dataset_sink_mode: false (a sink runs its "
-                "steps on the device, where the host cannot group them): set it in config.yaml"
-            )
+        check_step_options(cfg, LOOP, self.sink)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -199,7 +196,7 @@ class MindSporeBackend:
         entries = [{"name": name, "data": p} for name, p in params.items()]
         # append_dict takes numbers and strings: what describes the model and the data
         # (names, lists, None) goes as JSON text.
-        append = {k: v if k in META else json.dumps(v) for k, v in meta.items()}
+        append = {k: v if k in (*META, PARTIAL) else json.dumps(v) for k, v in meta.items()}
         ms.save_checkpoint(entries, str(tmp), append_dict=append)
         os.replace(tmp, path)
         usual_mode(path)
@@ -219,6 +216,7 @@ class MindSporeBackend:
         self._fits(what, path, params)
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in META}
+            meta[PARTIAL] = int(params.pop(PARTIAL).asnumpy()) if PARTIAL in params else 0
             for key in (*DATA_META, LR):  # what describes the data; older ones carry LR
                 params.pop(key, None)
             # The learning rate is the schedule's, never the checkpoint's: given as it is, so
@@ -243,7 +241,7 @@ class MindSporeBackend:
         (not the optimizer's state), in eval mode; inputs normalised as training did."""
         self.net = guards.build(self.spec, shape)
         params = load_params(path, "--checkpoint")
-        for key in (*META, *DATA_META, LR):
+        for key in (*META, PARTIAL, *DATA_META, LR):
             params.pop(key, None)
         # Shapes compared first: MindSpore logs its own CRITICAL line for a mismatch.
         self._fits("--checkpoint", path, params)
@@ -309,7 +307,9 @@ def create(cfg: MSConfig, task: Task) -> MindSporeBackend:
 def load_arrays(path: Path) -> dict[str, Any]:
     """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
     params = ms.load_checkpoint(str(path))
-    return {name: p.asnumpy() for name, p in params.items() if name not in (*META, *DATA_META)}
+    return {
+        name: p.asnumpy() for name, p in params.items() if name not in (*META, PARTIAL, *DATA_META)
+    }
 
 
 def _not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:

@@ -144,32 +144,45 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         plan.accumulate,
     )
     train_step.set_train(True)
-    dataset, steps = backend.loader.train(plan, first)
+    # The rest of an epoch a run resumes inside is a dataset of its own (MindSpore holds
+    # each pass of a dataset to one length); there is no sink then (core.py).
+    rest = first + 1 if plan.skipped(first) else first
+    dataset, steps = backend.loader.train(plan, rest) if rest <= last else (None, 0)
     sink = backend.sink  # off on the CPU, which has no ms.data_sink
     sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
     if sink:
         # Each call runs a whole sink of steps on the device and returns its last loss.
         run_sink = ms.data_sink(train_step, dataset, sink_size=steps // sinks)
     else:
-        batches = dataset.create_tuple_iterator(num_epochs=last - first + 1)
+        # Each pass over an iterator is one epoch.
+        passes = []
+        if rest > first:
+            passes.append(backend.loader.train(plan, first)[0].create_tuple_iterator(num_epochs=1))
+        if dataset is not None:
+            passes += [dataset.create_tuple_iterator(num_epochs=last - rest + 1)] * (
+                last - rest + 1
+            )
     per_call = steps // sinks if sink else 1
     for epoch in range(first, last + 1):
+        batches = None if sink else passes[epoch - first]
         start = time.perf_counter()
         done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
+        # From the first batch not trained yet (a mid-epoch checkpoint's resume).
+        skipped = plan.skipped(epoch)
         # Each call runs a step, or a whole sink of them on the device.
         if sink:
             calls = (run_sink() for _ in range(sinks))
         elif plan.accumulate > 1:
             calls = (
                 train_step(inputs, labels, *plan.window(epoch, index))
-                for index, (inputs, labels) in enumerate(batches)
+                for index, (inputs, labels) in enumerate(batches, skipped)
             )
         else:
             calls = (train_step(inputs, labels) for inputs, labels in batches)
         losses = []
         for loss in calls:
             losses.append(loss)
-            step = done + len(losses) * per_call
+            step = done + skipped + len(losses) * per_call
             # Read only when reported: reading each loss would wait for every step. The
             # optimizer's learning rates are per optimizer step.
             update = updates + -(-(step - done) // plan.accumulate)

@@ -88,7 +88,8 @@ class EpochOrder(ds.Sampler):
 
     def __init__(self, plan: BatchPlan, first_epoch: int, positions: np.ndarray) -> None:
         # A pass's length is the first epoch's: a later epoch cut short is the last.
-        super().__init__(num_samples=plan.steps_in(first_epoch) * plan.batch_size)
+        steps = plan.steps_in(first_epoch) - plan.skipped(first_epoch)
+        super().__init__(num_samples=steps * plan.batch_size)
         self.plan, self.positions = plan, positions
         self.next_epoch = _counter(first_epoch)
 

@@ -61,8 +61,9 @@ class EpochBatches:
     ) -> None:
         self.batches, self.next_epoch = batches, first_epoch
         # MindSpore holds a pass to this length: a performance run that ends inside its
-        # first epoch has a shorter one (a later epoch cut short is the last and ends early).
-        self.steps = plan.steps_in(first_epoch)
+        # first epoch has a shorter one (a later epoch cut short is the last and ends early),
+        # as has the rest of an epoch a run resumes inside (a dataset of its own).
+        self.steps = plan.steps_in(first_epoch) - plan.skipped(first_epoch)
 
     def __len__(self) -> int:
         return self.steps
@@ -169,7 +170,7 @@ class Loader:
         the steps of its first epoch (what a sink holds)."""
         if self.folder is not None:
             data = self.folder.dataset(plan, first_epoch, self.workers, self._inputs, COLUMNS)
-            return data, plan.steps_in(first_epoch)
+            return data, plan.steps_in(first_epoch) - plan.skipped(first_epoch)
         if self.streams:
             # Read from disk ahead of the step by the loader processes, normalised here.
             reader = self._streamed()

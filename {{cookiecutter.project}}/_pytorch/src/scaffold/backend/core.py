@@ -201,7 +201,8 @@ class TorchBackend:
         averages the gradients only on a step's last batch."""
         self.model.train()
         loss_sum = torch.zeros((), device=self.torch_device)
-        steps = 0
+        # From the first batch not trained yet (a mid-epoch checkpoint's resume).
+        steps = skipped = plan.skipped(epoch)
         done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
         run = self.run
         for inputs, labels in self.data["train"].epoch(plan, epoch):
@@ -220,7 +221,7 @@ class TorchBackend:
             loss_sum += loss.detach().float()
             steps += 1
             hook.step(done + steps, loss.item, self.lr)
-        return loss_sum / max(steps, 1)
+        return loss_sum / max(steps - skipped, 1)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         for epoch in range(first, last + 1):
@@ -234,6 +235,7 @@ class TorchBackend:
 
     @torch.no_grad()
     def evaluate(self, split: str) -> dict[str, float]:
+        training = self.net.training  # validate_every: in the middle of an epoch
         self.net.eval()
         sums: dict[str, torch.Tensor] = {}
         count = 0
@@ -243,6 +245,7 @@ class TorchBackend:
             for key, value in self.step.metrics(logits, labels).items():
                 sums[key] = sums.get(key, 0) + value
             count += len(labels)
+        self.net.train(training)
         return {key: value.item() / max(count, 1) for key, value in sums.items()}
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
@@ -271,7 +274,8 @@ class TorchBackend:
             self.optimizer.load_state_dict(state["optimizer"])
             if self.scaler is not None and "scaler" in state:
                 self.scaler.load_state_dict(state["scaler"])
-            return {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
+            meta = {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
+            return {**meta, "batches": int(state.get("batches", 0))}
         except LOAD_ERRORS as err:
             raise not_this_model(what, path, err) from err
 

@@ -163,8 +163,8 @@ def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_al
     settings = re.findall(r"`((?:accumulate|clip_grad_norm): [\d.]+)`", part)
     if framework == "pytorch":  # a second loss term, an EMA, another optimizer
         assert (len(blocks), settings) == (3, ["accumulate: 4", "clip_grad_norm: 1.0"])
-    else:  # a second loss term, another optimizer
-        assert (len(blocks), settings) == (2, ["accumulate: 4", "clip_grad_norm: 1.0"])
+    else:  # a second loss term, an EMA, another optimizer
+        assert (len(blocks), settings) == (3, ["accumulate: 4", "clip_grad_norm: 1.0"])
     before = floor(source)
     for index, change in enumerate([*blocks, *settings]):
         project = copy(source, tmp_path / f"recipe{index}")
@@ -179,6 +179,11 @@ def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_al
         output = runs.train(project, tmp_path / f"out{index}", *QUIET)
         assert [row["epoch"] for row in runs.epoch_rows(output) if row["type"] == "val"] == [1]
         assert floor(project) == before, change
+        if framework == "mindspore" and "ema" in change:
+            # The averaged weights are in the checkpoint, one for each weight.
+            saved = runs.weights(runs.checkpoint(output, 1, framework))
+            averaged = [name for name in saved if name.startswith("ema.")]
+            assert averaged and all(name[4:] in saved for name in averaged)
 
 
 def test_mindspore_custom_loop_clips_each_step_to_clip_grad_norm(

@@ -29,11 +29,14 @@ def single_run(pytorch_project: Path, digits_dir: Path, tmp_path_factory) -> Pat
 
 @pytest.fixture(scope="module")
 def torchrun_run(pytorch_project: Path, digits_dir: Path, tmp_path_factory) -> Path:
-    """Two processes under torchrun, batch 32 each: the same global batch as single_run."""
+    """Two processes under torchrun, batch 16 each, 2 batches an optimizer step: the same
+    global batch as single_run; a validation every 5 steps and a checkpoint every 7 inside
+    each epoch of 20 steps (rank 0's work while rank 1 waits at the next step)."""
     output = tmp_path_factory.mktemp("torchrun")
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     args = ["--data_url", str(digits_dir), "--train_url", str(output)]
-    args += ["--batch_size", "32", "--epoch_size", str(EPOCHS), "--device_target", "cpu"]
+    args += ["--batch_size", "16", "--accumulate", "2", "--epoch_size", str(EPOCHS)]
+    args += ["--validate_every", "5", "--checkpoint_every", "7", "--device_target", "cpu"]
     result = runs.run(pytorch_project, *launcher, "train.py", *args)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return output
@@ -69,20 +72,25 @@ def test_two_processes_end_with_the_weights_of_one(single_run: Path, torchrun_ru
     for epoch, atol in ((1, 1e-5), (2, 1e-3)):
         name = f"lenet_epoch{epoch}.pt"
         runs.assert_same_weights(torchrun_run / name, single_run / name, atol)
-    # Rank 1 wrote nothing into the shared directory: no extra files, no doubled lines.
+    # Rank 1 wrote nothing into the shared directory: no extra files (the checkpoints taken
+    # inside an epoch gave way to the epoch's own), no doubled lines.
     assert sorted(p.name for p in torchrun_run.iterdir()) == sorted(
         p.name for p in single_run.iterdir()
     )
     epochs = [runs.epoch_rows(output) for output in (torchrun_run, single_run)]
-    assert len(epochs[0]) == len(epochs[1]) == 2 * EPOCHS + 1
+    assert len(epochs[1]) == 2 * EPOCHS + 1
+    # Batch steps: 40 an epoch in torchrun_run, an optimizer step every 2.
+    inside = [(r["epoch"], r["step"]) for r in epochs[0] if r["type"] == "val" and r["step"] % 40]
+    assert inside == [(1, 10), (1, 20), (1, 30), (2, 50), (2, 60), (2, 70)]
+    assert len(epochs[0]) == len(epochs[1]) + len(inside)
     resolved = json.loads((torchrun_run / "hparams.json").read_text())["resolved"]
-    assert (resolved["world_size"], resolved["global_batch_size"]) == (2, 64)
+    assert (resolved["world_size"], resolved["global_batch_size"]) == (2, 32)
 
 
 def _per_device(project: Path, data: Path, output: Path, **env: str) -> list[subprocess.Popen]:
     """Two processes as ModelArts and ModelZoo start them: RANK_SIZE, RANK_ID, DEVICE_ID."""
     argv = [sys.executable, "train.py", "--device_target", "cpu", "--data_url", str(data)]
-    argv += ["--batch_size", "32", "--epoch_size", str(EPOCHS)]
+    argv += ["--batch_size", "16", "--accumulate", "2", "--epoch_size", str(EPOCHS)]
     return [
         subprocess.Popen(
             [*argv, "--train_url", str(output / f"rank{rank}")],

@@ -1,11 +1,11 @@
-"""Your training step: the loss, the optimizer and the metrics.
+"""Your training step: the loss of one batch of training, the loss, the optimizer and
+the metrics.
 
-The scaffold calls these three; it owns the loop around them (devices, mixed precision,
-loss scaling, gradient averaging over the ranks, data sink, checkpoints). PyTorch
-projects have the same three functions with the same arguments. ``outputs`` is what your
-model returns for a batch, ``labels`` the batch's labels: int32 class indices, or float32
-values (data: labels: values).
-"""
+The scaffold calls these; it owns the loop around them (devices, mixed precision, loss
+scaling, gradient averaging over the ranks, data sink, checkpoints). PyTorch projects have
+loss, optimizer and metrics with the same arguments, and a train_step that also takes the
+backward pass and the optimizer step. ``outputs`` is what your model returns for a batch,
+``labels`` the batch's labels: int32 class indices, or float32 values (data: labels: values)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ def loss(outputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
     """The mean loss of a batch: what the training step differentiates. It runs inside
     the compiled step (graph mode): use mindspore.ops, not numpy."""
     return ops.cross_entropy(outputs, labels)
+
+
+def train_step(net: nn.Cell, batch: tuple) -> ms.Tensor:
+    """One batch of training: the loss the scaffold differentiates (it scales, averages
+    over the ranks, clips and steps the optimizer). Compiled with the step: a second loss
+    term, or one on an intermediate output of your model, goes here (see the README's
+    Recipes)."""
+    inputs, labels = batch
+    return loss(net(inputs), labels)
 
 
 def optimizer(params: list, lr, momentum: float) -> nn.Optimizer:

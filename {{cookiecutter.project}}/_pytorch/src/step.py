@@ -3,7 +3,8 @@ metrics.
 
 The scaffold calls these; it owns what is around them (devices, DDP, the learning-rate
 schedule, checkpoints, the record). MindSpore projects have loss, optimizer and metrics
-with the same arguments. ``outputs`` is what your model returns for a batch, ``labels``
+with the same arguments, and a train_step that returns the loss its compiled step
+differentiates. ``outputs`` is what your model returns for a batch, ``labels``
 the batch's labels: class indices, or float values (data: labels: values).
 """
 

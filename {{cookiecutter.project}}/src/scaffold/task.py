@@ -116,12 +116,13 @@ def direction(metric: str) -> str | None:
 @dataclass(frozen=True)
 class Step:
     """src/step.py's functions: loss(outputs, labels), optimizer(params, lr, options by
-    name), metrics(outputs, labels) -> per-batch sums, and PyTorch's train_step."""
+    name), metrics(outputs, labels) -> per-batch sums, and train_step."""
 
     loss: Callable[..., Any]
     optimizer: Callable[..., Any]
     metrics: Callable[..., dict[str, Any]]
-    # PyTorch: train_step(model, batch, run), one batch of training (None: the floor's).
+    # One batch of training (None: the floor's): PyTorch's train_step(model, batch, run);
+    # MindSpore's train_step(net, batch) returns the loss the floor differentiates.
     train_step: Callable[..., Any] | None = None
 
     def make_optimizer(self, params: Any, lr: Any, options: Any) -> Any:

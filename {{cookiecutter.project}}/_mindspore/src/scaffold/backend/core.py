@@ -22,30 +22,32 @@ from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig, check_step_options, sink_on
+from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
+    CHECKPOINT_SUFFIX,
+    DATA_META,
+    LOAD_ERRORS,
+    META,
+    PARTIAL,
+    load_arrays,
+    load_params,
+    not_this_model,
+    read_meta,
+)
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import BatchPlan
-from src.scaffold.data.splits import CHECKPOINT_META, Splits
+from src.scaffold.data.splits import Splits
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import pretrained, truth
 from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
-CHECKPOINT_SUFFIX = ".ckpt"
 # Samples the model is tried on before training.
 CHECK_SAMPLES = 4
-# Checkpoint entries that are bookkeeping, not weights or optimizer state: the numbers
-# (PARTIAL: the batches of the next epoch a checkpoint_every one holds), and what
-# describes the model and the data (strings; lists as JSON).
-META = ("epoch", "seed")
-PARTIAL = "batches"
-DATA_META = CHECKPOINT_META
 # The optimizer's learning-rate parameter: from the config, never from a checkpoint.
 LR = "learning_rate"
-# What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
-LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
 
 
 class MindSporeBackend:
@@ -168,8 +170,8 @@ class MindSporeBackend:
         return float(self.lrs[min(step - 1, len(self.lrs) - 1)])
 
     def loss_cell(self) -> nn.Cell:
-        """The Task's loss function as the Cell the training loops differentiate."""
-        return LossCell(self.step.loss)
+        """src/step.py's train_step on the network: the Cell the training loops differentiate."""
+        return LossCell(self.net, self.step.loss, self.step.train_step)
 
     def evaluate(self, split: str) -> dict[str, float]:
         """The mean of each metric over every sample of the split; the last batch, usually
@@ -226,7 +228,7 @@ class MindSporeBackend:
             missing += ms.load_param_into_net(self.optimizer, params, strict_load=True)[0]
             missing = [name for name in missing if name != LR]
         except LOAD_ERRORS as err:
-            raise _not_this_model(what, path, err) from err
+            raise not_this_model(what, path, err) from err
         if missing:
             lacks = ", ".join(missing[:5])
             raise CheckpointError(
@@ -248,7 +250,7 @@ class MindSporeBackend:
         try:
             missing, _ = ms.load_param_into_net(self.net, params, strict_load=True)
         except LOAD_ERRORS as err:
-            raise _not_this_model("--checkpoint", path, err) from err
+            raise not_this_model("--checkpoint", path, err) from err
         if missing:
             raise CheckpointError(
                 f"--checkpoint {path} is not a checkpoint of this model: it lacks "
@@ -288,63 +290,20 @@ class MindSporeBackend:
 
 
 class LossCell(nn.Cell):
-    """A loss function (outputs, labels) -> mean loss as a Cell: what Model.train and
-    value_and_grad take. The function is compiled with the step, in graph mode too."""
+    """A batch's loss as a Cell (what Model.train and value_and_grad take): src/step.py's
+    train_step(net, batch), else its loss of the network's outputs. Compiled with the step."""
 
-    def __init__(self, loss: Any) -> None:
-        super().__init__()
-        self.loss = loss
+    def __init__(self, net: nn.Cell, loss: Any, train_step: Any = None) -> None:
+        super().__init__(auto_prefix=False)  # the parameters keep the network's names
+        self.net, self.loss, self.train_step = net, loss, train_step
+        self.own = train_step is not None  # a constant: the compiled graph keeps one branch
 
-    def construct(self, outputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
-        return self.loss(outputs, labels)
+    def construct(self, inputs: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
+        if self.own:
+            return self.train_step(self.net, (inputs, labels))
+        return self.loss(self.net(inputs), labels)
 
 
 def create(cfg: MSConfig, task: Task) -> MindSporeBackend:
     """The Backend of a MindSpore run (train.py hands it to the run)."""
     return MindSporeBackend(cfg, task)
-
-
-def load_arrays(path: Path) -> dict[str, Any]:
-    """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
-    params = ms.load_checkpoint(str(path))
-    return {
-        name: p.asnumpy() for name, p in params.items() if name not in (*META, PARTIAL, *DATA_META)
-    }
-
-
-def _not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
-    reason = " ".join(str(err).split())[:300] or type(err).__name__
-    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
-
-
-def load_params(path: Path, what: str) -> dict[str, Any]:
-    """What save_checkpoint wrote to ``path``; one line naming the option ``what`` that gave
-    the path when it is missing or not a checkpoint."""
-    if not path.is_file():
-        raise CheckpointError(f"{what} {path}: no such file")
-    try:
-        return ms.load_checkpoint(str(path))
-    except LOAD_ERRORS as err:
-        reason = " ".join(str(err).split())[:300] or type(err).__name__
-        raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
-
-
-def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:
-    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, the data's
-    shape, format and normalisation (src/scaffold/data/splits.py's CHECKPOINT_META; a
-    checkpoint from before they were kept has fewer)."""
-    params = load_params(path, what)
-    meta: dict[str, Any] = {key: int(params[key].asnumpy()) for key in META if key in params}
-    for key in DATA_META:
-        value = params.get(key)
-        if isinstance(value, str):
-            meta[key] = _decoded(value)
-    return meta
-
-
-def _decoded(text: str) -> Any:
-    """A meta entry as saved: JSON text; a checkpoint from before that holds a bare name."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text

@@ -84,7 +84,7 @@ class TrainStep(nn.Cell):
             self.all_reduce = ops.AllReduce()
 
     def forward(self, images: ms.Tensor, labels: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
-        loss = self.loss_fn(self.net(images), labels)
+        loss = self.loss_fn(images, labels)  # src/step.py's train_step
         return (self.scaler.scale(loss) if self.scaled else loss), loss
 
     # scaled, dynamic, group_size and clip are constants: the compiled step keeps the branches

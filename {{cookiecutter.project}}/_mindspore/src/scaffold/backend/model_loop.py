@@ -85,7 +85,11 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
     # In data parallel mode Model's train cell averages the gradients over the ranks.
     model = Model(
-        backend.net, backend.loss_cell(), backend.optimizer, loss_scale_manager=_scale(backend)
+        # The network returns the loss (src/step.py's train_step): no loss_fn of Model's.
+        backend.loss_cell(),
+        None,
+        backend.optimizer,
+        loss_scale_manager=_scale(backend),
     )
     per = steps // sinks if sink else 1
     model.train(

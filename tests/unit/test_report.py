@@ -109,6 +109,19 @@ def test_train_loss_per_epoch_without_step_rows(tmp_path: Path) -> None:
     assert list(train.get_xdata()) == [10, 20] and list(train.get_ydata()) == [2.0, 1.05]
 
 
+def test_validations_inside_an_epoch_are_plotted_by_step(tmp_path: Path) -> None:
+    # validate_every: a val row at step 5 inside epoch 1, beside the epochs' own at 10 and 20.
+    path = _write_run(tmp_path / "often", "o", BETA)
+    inside = {"run": "o", "type": "val", "epoch": 1, "step": 5, "time": 1.0}
+    lines = (path / "metrics.jsonl").read_text().splitlines()
+    lines.insert(2, json.dumps({**inside, "loss": 2.0, "accuracy": 0.3}))
+    (path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    run = report.load_run(path)
+    val = report.figure([run]).axes[0].get_lines()[1]
+    assert list(val.get_xdata()) == [5, 10, 20] and list(val.get_ydata()) == [2.0, 1.6, 0.9]
+    assert report.summarize(run).epochs == 2
+
+
 def test_the_png_decodes_at_its_fixed_size(runs: list[Path]) -> None:
     data = report.png(report.figure(report.load_runs(runs)))
     with Image.open(io.BytesIO(data)) as image:

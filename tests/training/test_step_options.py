@@ -166,14 +166,17 @@ def test_each_readme_recipe_written_where_it_says_trains_and_leaves_the_floor_al
     else:  # a second loss term, an EMA, another optimizer
         assert (len(blocks), settings) == (3, ["accumulate: 4", "clip_grad_norm: 1.0"])
     before = floor(source)
-    for index, change in enumerate([*blocks, *settings]):
+    # Each block in a project of its own; the two settings together in one more.
+    for index, change in enumerate([*blocks, "\n".join(settings)]):
         project = copy(source, tmp_path / f"recipe{index}")
-        if change in settings:
+        if index == len(blocks):
             config = project / "config.yaml"
-            key = change.split(":")[0]
-            text = config.read_text(encoding="utf-8")
-            config.write_text(re.sub(rf"^{key}: .*$", change, text, flags=re.M), encoding="utf-8")
-            assert change in config.read_text(encoding="utf-8")
+            for setting in settings:
+                key = setting.split(":")[0]
+                text = config.read_text(encoding="utf-8")
+                text = re.sub(rf"^{key}: .*$", setting, text, flags=re.M)
+                config.write_text(text, encoding="utf-8")
+                assert setting in config.read_text(encoding="utf-8")
         else:
             apply(project / "src" / "step.py", change)
         output = runs.train(project, tmp_path / f"out{index}", *QUIET)

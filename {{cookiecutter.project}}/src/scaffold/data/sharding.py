@@ -117,9 +117,13 @@ class BatchPlan:
         """Batches of ``epoch`` an earlier attempt trained already (a mid-epoch resume)."""
         return self.begun[1] if epoch == self.begun[0] else 0
 
+    def epoch_of(self, step: int) -> int:
+        """The epoch training step ``step`` (1-based, over the run) belongs to."""
+        return max(1, -(-step // max(self.steps_per_epoch, 1)))
+
     def updates_by(self, step: int) -> int:
         """Optimizer steps taken once training step ``step`` (1-based, over the run) is done."""
-        epoch = max(1, -(-step // max(self.steps_per_epoch, 1)))
+        epoch = self.epoch_of(step)
         index = step - (epoch - 1) * self.steps_per_epoch
         inside = (
             self.updates_in(epoch) if index >= self.steps_in(epoch) else index // self.accumulate

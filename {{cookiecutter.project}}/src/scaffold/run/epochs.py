@@ -120,7 +120,7 @@ class EpochEnd:
             log.info("%s", TIMELINE.summary())
         progress.tick(step)
         if progress.due(step):
-            epoch = -(-step // max(self.plan.steps_per_epoch, 1))
+            epoch = self.plan.epoch_of(step)
             values = {"loss": loss(), "lr": lr()}
             guards.check_loss(values["loss"], epoch, step, values["lr"])
             shown = f"{epoch}/{self.epoch_size}"
@@ -133,7 +133,7 @@ class EpochEnd:
         end the epoch's own validation and checkpoint come anyway."""
         plan = self.plan
         before, self.updates = self.updates, plan.updates_by(step)
-        epoch = -(-step // max(plan.steps_per_epoch, 1))
+        epoch = plan.epoch_of(step)
         if step >= plan.steps_done(epoch):
             return
         validate, save = self.validate_every, self.checkpoint_every
@@ -142,16 +142,7 @@ class EpochEnd:
             self.record.log("val", val, step, epoch)
             log.info("step %d (epoch %d)  val %s", step, epoch, _scores(val))
         if save is not None and self.updates // save > before // save:
-            inside = step - plan.steps_done(epoch - 1)
-            path = self.retention.directory / name(
-                epoch, self.backend.suffix, self.retention.model, step
-            )
-            # "epoch": the epochs finished; "batches": those of this one (the resume's start).
-            meta = {"epoch": epoch - 1, "seed": plan.seed, "batches": inside, **self.meta}
-            self.backend.save(path, meta)
-            self.record.add_artifact(path)
-            for dropped in self.retention.saved(epoch, None, step):
-                self.record.remove_artifact(Path(dropped))
+            self._checkpoint(epoch, None, step)
             if self.uploader is not None:
                 self.uploader.sync()
 
@@ -197,11 +188,18 @@ class EpochEnd:
                 *(epoch, train_loss, GROWTH, self.first_loss, self.lr()),
             )
 
-    def _checkpoint(self, epoch: int, score: float) -> None:
-        path = self.retention.directory / name(epoch, self.backend.suffix, self.retention.model)
-        self.backend.save(path, {"epoch": epoch, "seed": self.plan.seed, **self.meta})
+    def _checkpoint(self, epoch: int, score: float | None, step: int | None = None) -> None:
+        """Epoch's own checkpoint, or (``step``) one inside it: its "epoch" is then the
+        epochs finished, its "batches" those of this one (where a resume starts)."""
+        path = self.retention.directory / name(
+            epoch, self.backend.suffix, self.retention.model, step
+        )
+        done = {"epoch": epoch, "seed": self.plan.seed}
+        if step is not None:
+            done.update(epoch=epoch - 1, batches=step - self.plan.steps_done(epoch - 1))
+        self.backend.save(path, {**done, **self.meta})
         self.record.add_artifact(path)
-        for dropped in self.retention.saved(epoch, score):
+        for dropped in self.retention.saved(epoch, score, step):
             self.record.remove_artifact(Path(dropped))
 
     def test(self, epoch: int) -> dict[str, float]:

@@ -23,6 +23,7 @@ from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
 from src.scaffold.backend.options import MSConfig, check_step_options, sink_on
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
+    BOOKKEEPING,
     CHECKPOINT_SUFFIX,
     DATA_META,
     LOAD_ERRORS,
@@ -243,7 +244,7 @@ class MindSporeBackend:
         (not the optimizer's state), in eval mode; inputs normalised as training did."""
         self.net = guards.build(self.spec, shape)
         params = load_params(path, "--checkpoint")
-        for key in (*META, PARTIAL, *DATA_META, LR):
+        for key in (*BOOKKEEPING, LR):
             params.pop(key, None)
         # Shapes compared first: MindSpore logs its own CRITICAL line for a mismatch.
         self._fits("--checkpoint", path, params)

@@ -47,28 +47,27 @@ def sink_on(setting: str, device_target: str) -> bool:
     return wanted and device_target != "CPU"
 
 
+def _refusal(named: list[str], need: str) -> ConfigError:
+    return ConfigError(f"{' and '.join(named)} {'needs' if len(named) == 1 else 'need'} {need}")
+
+
 def check_step_options(cfg: MSConfig, loop: str, sink: bool) -> None:
     """accumulate, clip_grad_norm and checkpoint_every are the custom loop's: Model.train's
     step has neither of the first two, and resumes at an epoch's start only. With a data
     sink, the host can neither group a sink's steps nor resume inside one."""
-    named = [f"accumulate {cfg.accumulate}"] if cfg.accumulate > 1 else []
-    sunk = list(named)
-    if cfg.clip_grad_norm is not None:
-        named.append(f"clip_grad_norm {cfg.clip_grad_norm:g}")
-    if cfg.checkpoint_every is not None:
-        named.append(f"checkpoint_every {cfg.checkpoint_every}")
-        sunk.append(named[-1])
-    if named and loop == "model":
-        need = "needs" if len(named) == 1 else "need"
-        raise ConfigError(
-            f"{' and '.join(named)} {need} the custom training loop: Model.train's step "
-            "neither accumulates nor clips, and resumes at an epoch's start only (gen update "
-            "--set ms_train_loop=custom switches this project's loop)"
+    accumulate = [f"accumulate {cfg.accumulate}"] if cfg.accumulate > 1 else []
+    clip = [f"clip_grad_norm {cfg.clip_grad_norm:g}"] if cfg.clip_grad_norm is not None else []
+    every = [f"checkpoint_every {cfg.checkpoint_every}"] if cfg.checkpoint_every else []
+    if loop == "model" and accumulate + clip + every:
+        raise _refusal(
+            accumulate + clip + every,
+            "the custom training loop: Model.train's step neither accumulates nor clips, and "
+            "resumes at an epoch's start only (gen update --set ms_train_loop=custom switches "
+            "this project's loop)",
         )
-    if sunk and sink:
-        need = "needs" if len(sunk) == 1 else "need"
-        raise ConfigError(
-            f"{' and '.join(sunk)} {need} dataset_sink_mode: false (a sink runs its steps on "
-            "the device, where the host cannot group them or resume inside one): set it in "
-            "config.yaml"
+    if sink and accumulate + every:
+        raise _refusal(
+            accumulate + every,
+            "dataset_sink_mode: false (a sink runs its steps on the device, where the host "
+            "cannot group them or resume inside one): set it in config.yaml",
         )

@@ -20,6 +20,8 @@ CHECKPOINT_SUFFIX = ".ckpt"
 META = ("epoch", "seed")
 PARTIAL = "batches"
 DATA_META = CHECKPOINT_META
+# Every entry that is not state.
+BOOKKEEPING = (*META, PARTIAL, *DATA_META)
 # What load_checkpoint and load_param_into_net raise for a file that is not our checkpoint.
 LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
 
@@ -27,14 +29,15 @@ LOAD_ERRORS = (OSError, RuntimeError, ValueError, TypeError, KeyError)
 def load_arrays(path: Path) -> dict[str, Any]:
     """The weights and optimizer state a checkpoint holds, as numpy arrays (tests, tools)."""
     params = ms.load_checkpoint(str(path))
-    return {
-        name: p.asnumpy() for name, p in params.items() if name not in (*META, PARTIAL, *DATA_META)
-    }
+    return {name: p.asnumpy() for name, p in params.items() if name not in BOOKKEEPING}
+
+
+def _reason(err: Exception) -> str:
+    return " ".join(str(err).split())[:300] or type(err).__name__
 
 
 def not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
-    reason = " ".join(str(err).split())[:300] or type(err).__name__
-    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
+    return CheckpointError(f"{what} {path} is not a checkpoint of this model: {_reason(err)}")
 
 
 def load_params(path: Path, what: str) -> dict[str, Any]:
@@ -45,8 +48,7 @@ def load_params(path: Path, what: str) -> dict[str, Any]:
     try:
         return ms.load_checkpoint(str(path))
     except LOAD_ERRORS as err:
-        reason = " ".join(str(err).split())[:300] or type(err).__name__
-        raise CheckpointError(f"{what} {path} cannot be read: {reason}") from err
+        raise CheckpointError(f"{what} {path} cannot be read: {_reason(err)}") from err
 
 
 def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:

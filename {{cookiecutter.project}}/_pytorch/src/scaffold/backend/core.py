@@ -274,8 +274,9 @@ class TorchBackend:
             self.optimizer.load_state_dict(state["optimizer"])
             if self.scaler is not None and "scaler" in state:
                 self.scaler.load_state_dict(state["scaler"])
-            meta = {"epoch": int(state["epoch"]), "seed": int(state["seed"])}
-            return {**meta, "batches": int(state.get("batches", 0))}
+            found = {"epoch": state["epoch"], "seed": state["seed"]}
+            found["batches"] = state.get("batches", 0)  # a checkpoint_every one's
+            return {key: int(value) for key, value in found.items()}
         except LOAD_ERRORS as err:
             raise not_this_model(what, path, err) from err
 

@@ -36,7 +36,7 @@ FRAMEWORK_FREE = (
 
 
 C2NET_MOUNT = """
-import dataclasses, os, shutil
+import os, shutil
 os.makedirs("/tmp/c/dataset")
 shutil.make_archive("/tmp/c/dataset/MnistDataset", "zip", "data")
 os.environ.update(DATA_DOWNLOAD_METHOD="MOUNT", LOCAL_DATASET_PATH="/tmp/c/dataset",
@@ -47,8 +47,8 @@ from src.scaffold.data.readers import BUILTIN
 from src.scaffold.storage import where as storage
 from src.scaffold.backend import ProjectConfig
 cfg = config.parse_config([], ProjectConfig)
-where = storage.prepare(cfg)
-splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), BUILTIN, 1)
+where = storage.prepare(cfg.places())
+splits = finder.splits(cfg.data, cfg.source(where.data), BUILTIN)
 print(where.data, where.output, len(splits.train), os.path.isdir(where.data / "MnistDataset"))
 """
 
@@ -130,7 +130,7 @@ def test_framework_free_parts_run_on_python_3_9(
         "from src.scaffold.backend import ProjectConfig\n"
         "argv = ['--data_url', 'data', '--train_url', '/tmp/out']\n"
         "cfg = config.parse_config(argv, ProjectConfig)\n"
-        "splits = finder.splits(cfg, readers.BUILTIN, 1)\n"
+        "splits = finder.splits(cfg.data, cfg.source(cfg.data_url), readers.BUILTIN)\n"
         "print(len(splits.train), len(splits.val), len(splits.test), cfg.epoch_size)",
     )
     assert imports.returncode == 0, imports.stderr[-3000:]

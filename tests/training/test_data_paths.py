@@ -14,7 +14,7 @@ from tests.training.runs import FAKE_MOXING, c2net_env, clean_env, run
 
 # train.py's first steps: storage staged, then the data found and read into splits.
 READ = """
-import dataclasses, json, logging, sys
+import json, logging, sys
 logging.basicConfig(level=logging.INFO)
 from src.scaffold.data import finder
 from src.scaffold.storage import where as storage
@@ -22,8 +22,8 @@ from src.scaffold.config import parse_config
 from src.scaffold.data.readers import BUILTIN
 from src.scaffold.backend import ProjectConfig
 cfg = parse_config(sys.argv[1:], ProjectConfig)
-where = storage.prepare(cfg)
-splits = finder.splits(dataclasses.replace(cfg, data_url=where.data), BUILTIN, 1)
+where = storage.prepare(cfg.places())
+splits = finder.splits(cfg.data, cfg.source(where.data), BUILTIN)
 print(json.dumps({**splits.info.record(), "sizes": [len(splits.train), len(splits.val),
                   len(splits.test)]}))
 """

@@ -348,7 +348,7 @@ from src.scaffold.config import parse_config
 from src.scaffold.backend import ProjectConfig
 from src.scaffold.errors import TrainError
 try:
-    where = storage.prepare(parse_config(sys.argv[1:], ProjectConfig))
+    where = storage.prepare(parse_config(sys.argv[1:], ProjectConfig).places())
 except TrainError as err:
     sys.exit(f"error: {err}")
 print(json.dumps({"data": str(where.data), "output": str(where.output),

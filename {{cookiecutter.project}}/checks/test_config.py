@@ -191,11 +191,9 @@ def test_a_device_is_device_id_else_ascend_device_id(monkeypatch: pytest.MonkeyP
 
 
 def test_src_step_optimizer_gets_the_options_it_names() -> None:
-    from types import SimpleNamespace
-
     from src.scaffold.task import Step
 
-    options = SimpleNamespace(momentum=0.9, lr=0.1)
+    options = {"momentum": 0.9, "lr": 0.1}
 
     def named(params, lr, momentum, nesterov=False):
         return params, lr, momentum, nesterov
@@ -206,7 +204,8 @@ def test_src_step_optimizer_gets_the_options_it_names() -> None:
     def unknown(params, lr, weight_decy):
         return None
 
-    assert Step(None, named, None).make_optimizer("p", 0.1, options) == ("p", 0.1, 0.9, False)
-    assert Step(None, older, None).make_optimizer("p", 0.1, options) is options
+    args = Step(None, named, None).optimizer_args(options)
+    assert Step(None, named, None).make_optimizer("p", 0.1, args) == ("p", 0.1, 0.9, False)
+    assert Step(None, older, None).optimizer_args(options)["cfg"].momentum == 0.9
     with pytest.raises(ConfigError, match="asks for 'weight_decy', which is no option"):
-        Step(None, unknown, None).make_optimizer("p", 0.1, options)
+        Step(None, unknown, None).optimizer_args(options)

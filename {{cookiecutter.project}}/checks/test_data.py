@@ -3,7 +3,6 @@ detection, augmentation, and bad data refused with one line naming the problem."
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +43,8 @@ def table(path: Path, rows, header="a,b,label") -> Path:
 def splits(root: Path, readers_: dict | None = None, **options) -> finder.Splits:
     """finder.splits with these options; data.* ones by their key (test_fraction ...)."""
     fields = {f"data_{k}" if k in DATA_KEYS else k: v for k, v in options.items()}
-    return finder.splits(replace(Config(data_url=root), **fields), readers_ or readers.BUILTIN, 1)
+    cfg = Config().with_options(**fields)
+    return finder.splits(cfg.data, cfg.source(root), readers_ or readers.BUILTIN)
 
 
 def test_image_folder_in_train_and_test(tmp_path: Path) -> None:

@@ -7,13 +7,12 @@ import gzip
 import shutil
 import struct
 import tarfile
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from src.scaffold.config import Config
+from src.scaffold.config import DataOptions, Source
 from src.scaffold.data import finder
 from src.scaffold.data.finder import select
 from src.scaffold.data.idx import FILES, read_idx
@@ -60,8 +59,8 @@ def write_dataset(root: Path, layout: str, gz: bool = False) -> dict[str, tuple]
 
 def load(root: Path, name=None, train_dir=None, test_dir=None, num_classes=None) -> tuple:
     """The train and test splits finder.load reads for these options."""
-    cfg = Config(data_url=root, dataset_name=name, train_dir=train_dir, test_dir=test_dir)
-    found = finder.load(replace(cfg, num_classes=num_classes), BUILTIN)[1]
+    source = Source(root, name, train_dir, test_dir, num_classes)
+    found = finder.load(DataOptions(), source, BUILTIN)[1]
     finder.num_classes(found, num_classes)
     return found["train"], found["test"]
 

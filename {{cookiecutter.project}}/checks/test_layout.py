@@ -1,6 +1,7 @@
 """The project's layout holds: the platform floor (src/scaffold/) never imports your files,
-its layers only point down, no module of it imports one that imports it back, and each
-option is declared once (config.yaml and README.md name exactly the flags' options)."""
+its layers only point down, no module of it imports one that imports it back, none below
+the commands' entries takes the whole config, and each option is declared once
+(config.yaml and README.md name exactly the flags' options)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,42 @@ def test_the_floors_layers_only_point_down() -> None:
         if layer(name) is not None and (layer(target) or 0) > layer(name)
     )
     assert upward == []
+
+
+# The commands' entries: train.py's run, eval.py's, predict.py's and export.py's. They
+# alone take the whole config; every part below gets its section or plain values.
+ENTRIES = (
+    "src.scaffold.run.runner",
+    "src.scaffold.infer.evaluate",
+    "src.scaffold.infer.predict",
+    "src.scaffold.infer.export",
+)
+CONFIGS = {"Config", "ProjectConfig", "MSConfig"}
+
+
+def config_takers(path: Path) -> list[str]:
+    """The parameters in ``path`` that take the whole config: typed as it, or named cfg."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                typed = ast.unparse(arg.annotation) if arg.annotation else ""
+                whole = not typed.startswith("type[")  # the class (to parse into) is not
+                if arg.arg == "cfg" or (whole and CONFIGS & set(re.findall(r"\w+", typed))):
+                    found.append(f"{getattr(node, 'name', 'lambda')}({arg.arg})")
+    return found
+
+
+def test_below_the_entries_no_scaffold_module_takes_the_whole_config() -> None:
+    takers = {
+        module_name(path): config_takers(path)
+        for path in SCAFFOLD.rglob("*.py")
+        if module_name(path) not in ENTRIES
+    }
+    assert {name: found for name, found in takers.items() if found} == {}
+    # The check sees a taker: the entries are ones.
+    assert config_takers(SCAFFOLD / "run" / "runner.py")
 
 
 def test_no_scaffold_module_imports_one_that_imports_it_back() -> None:

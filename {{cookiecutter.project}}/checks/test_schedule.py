@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
 from src.scaffold.backend.schedule import Schedule
+from src.scaffold.config import ScheduleOptions
 from src.scaffold.errors import ConfigError
 
 
-def schedule(name: str, warmup: float = 0.0, **extra: float) -> Schedule:
-    options = {"lr": 0.1, "schedule_name": name, "schedule_warmup_epochs": warmup}
-    options.update({"schedule_step_epochs": 2, "schedule_gamma": 0.5, "schedule_min_lr": 0.0})
-    options.update({f"schedule_{key}": value for key, value in extra.items()})
+def schedule(name: str, warmup: float = 0.0, lr: float = 0.1, **extra: float) -> Schedule:
+    options = {"name": name, "warmup_epochs": warmup, "step_epochs": 2, "gamma": 0.5, **extra}
     # 10 steps an epoch, 6 epochs.
-    return Schedule.from_config(SimpleNamespace(**options), 10, 60)
+    return Schedule.of(ScheduleOptions(**options), lr, 10, 60)
 
 
 def test_constant_is_lr_at_every_step() -> None:

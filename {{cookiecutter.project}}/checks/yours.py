@@ -9,5 +9,5 @@ from src.scaffold.backend import ProjectConfig
 from src.scaffold.config import parse_config
 
 CONFIG = parse_config([], ProjectConfig)
-TASK = Task.gather(model, data, step, Monitor(CONFIG.monitor_metric, CONFIG.monitor_mode))
+TASK = Task.gather(model, data, step, Monitor(CONFIG.monitor.metric, CONFIG.monitor.mode))
 MODEL = TASK.model(CONFIG.model)

@@ -12,7 +12,7 @@ import pytest
 
 from checks.test_batches import SHAPE, split_of
 from src.scaffold.backend.loader import Loader
-from src.scaffold.backend.options import MSConfig
+from src.scaffold.config import DataOptions
 from src.scaffold.data.images import ImageFolderReader
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.readers import augment
@@ -30,9 +30,9 @@ def loader(
 ) -> Loader:
     # Mean 0 and std 1: a normalised sample still reads as its index.
     info = info or DataInfo("test", SHAPE, 10, (), (0.0,), (1.0,), in_memory=False)
-    options = {f"data_{key}" if key != "batch_size" else key: v for key, v in options.items()}
-    cfg = replace(MSConfig(), **{"data_num_workers": 2, "batch_size": 8, **options})
-    return Loader(Splits(split, split, split, info), cfg, world_size, augment)
+    batch_size = int(options.pop("batch_size", 8))  # type: ignore[call-overload]
+    data = replace(DataOptions(), **{"num_workers": 2, **options})
+    return Loader(Splits(split, split, split, info), data, batch_size, world_size, augment)
 
 
 def ids(inputs: np.ndarray) -> np.ndarray:

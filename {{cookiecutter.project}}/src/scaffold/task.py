@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
 from src.scaffold.data.formats import claim
@@ -125,22 +125,27 @@ class Step:
     # MindSpore's train_step(net, batch) returns the loss the floor differentiates.
     train_step: Callable[..., Any] | None = None
 
-    def make_optimizer(self, params: Any, lr: Any, options: Any) -> Any:
-        """src/step.py's optimizer(params, lr, ...): each further parameter gets the option
-        of its name from ``options`` (momentum: config.yaml's momentum), or keeps its
-        default; one named cfg gets them all (a step.py older than this)."""
+    def optimizer_args(self, options: dict[str, Any]) -> dict[str, Any]:
+        """What src/step.py's optimizer(params, lr, ...) is given besides: each further
+        parameter the option of its name from ``options`` (momentum: config.yaml's
+        momentum), or its default; one named cfg gets them all as attributes (a step.py
+        older than this). A parameter no option names, without a default: a ConfigError."""
         given = {}
         for name, param in list(inspect.signature(self.optimizer).parameters.items())[2:]:
             if name == "cfg":
-                given[name] = options
-            elif hasattr(options, name):
-                given[name] = getattr(options, name)
+                given[name] = SimpleNamespace(**options)
+            elif name in options:
+                given[name] = options[name]
             elif param.default is inspect.Parameter.empty:
                 raise ConfigError(
                     f"src/step.py's optimizer asks for {name!r}, which is no option of "
                     "config.yaml: name one (momentum, lr ...) or give it a default"
                 )
-        return self.optimizer(params, lr, **given)
+        return given
+
+    def make_optimizer(self, params: Any, lr: Any, args: dict[str, Any]) -> Any:
+        """src/step.py's optimizer, given ``args`` (optimizer_args) after params and lr."""
+        return self.optimizer(params, lr, **args)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,14 @@ the run record, uploads, signals) is src/scaffold/run/'s, written once for both.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from src.scaffold.backend.schedule import Schedule
+from src.scaffold.config import DataOptions
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
 from src.scaffold.task import DataShape, Task
@@ -115,10 +117,31 @@ class Backend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """What a backend reads of the options, by their names (Config.pick fills it): the
+    model, the device and precision, the seed, the batch and the optimizer's step, the
+    data's loading; and src/step.py's optimizer's own options (Step.optimizer_args)."""
+
+    model: str | None
+    device_target: str
+    amp: str
+    seed: int
+    batch_size: int
+    lr: float
+    accumulate: int
+    clip_grad_norm: float | None
+    checkpoint_every: int | None
+    data: DataOptions
+    optimizer: dict[str, Any]
+
+
 class Framework(Protocol):
     """A framework's src/scaffold/backend/core.py, as the entry scripts hand it over."""
 
     CHECKPOINT_SUFFIX: str
+    # The options its backend reads: TrainOptions or a subclass of the framework's own.
+    OPTIONS: type[TrainOptions]
     create: Callable[[Any, Task], Backend]
 
     def read_meta(self, path: Path, what: str = "--checkpoint") -> dict[str, Any]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from src.scaffold.config import ScheduleOptions
 from src.scaffold.errors import ConfigError
 
 
@@ -32,21 +32,19 @@ class Schedule:
     min_lr: float = 0.0
 
     @classmethod
-    def from_config(cls, cfg: Any, steps_per_epoch: int, total_steps: int) -> Schedule:
-        """The schedule config.yaml (cfg) asks for, over a run of total_steps steps."""
-        if cfg.schedule_name == "cosine" and cfg.schedule_min_lr >= cfg.lr:
-            raise ConfigError(
-                f"schedule.min_lr {cfg.schedule_min_lr:g} must be below lr {cfg.lr:g}"
-            )
+    def of(cls, asked: ScheduleOptions, lr: float, steps_per_epoch: int, total: int) -> Schedule:
+        """The schedule config.yaml's schedule: asks for at ``lr``, over ``total`` steps."""
+        if asked.name == "cosine" and asked.min_lr >= lr:
+            raise ConfigError(f"schedule.min_lr {asked.min_lr:g} must be below lr {lr:g}")
         return cls(
-            base=cfg.lr,
-            name=cfg.schedule_name,
-            total_steps=max(total_steps, 1),
+            base=lr,
+            name=asked.name,
+            total_steps=max(total, 1),
             steps_per_epoch=max(steps_per_epoch, 1),
-            warmup_steps=round(cfg.schedule_warmup_epochs * steps_per_epoch),
-            step_epochs=cfg.schedule_step_epochs,
-            gamma=cfg.schedule_gamma,
-            min_lr=cfg.schedule_min_lr,
+            warmup_steps=round(asked.warmup_epochs * steps_per_epoch),
+            step_epochs=asked.step_epochs,
+            gamma=asked.gamma,
+            min_lr=asked.min_lr,
         )
 
     @property

@@ -4,46 +4,53 @@ help; env_int and env_first for what the launchers put in the environment."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from src.scaffold.config.converters import (
     boolean,
     choice,
     device_target_name,
-    float_value,
-    floats,
     identifier,
-    image_size,
     integer,
     location,
     number,
     resume_value,
     words,
-    worker_count,
+)
+from src.scaffold.config.sections import (
+    SWITCH,
+    DataOptions,
+    EarlyStopOptions,
+    MonitorOptions,
+    Places,
+    ScheduleOptions,
+    Source,
+    option,
 )
 from src.scaffold.errors import ConfigError
 
+T = TypeVar("T")
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config.yaml"
-SWITCH = ("auto", "true", "false")
-SCHEDULES = ("constant", "step", "cosine")
-LABELS = ("classes", "values")
-MODES = ("max", "min")
-# config.yaml's sections: the options data_*, schedule_*, monitor_* and early_stop_* sit
-# under them.
-SECTIONS = ("data", "schedule", "monitor", "early_stop")
-# Except the names the platforms pass (ModelArts and OpenI: --data_url), kept at the top.
-PLATFORM_NAMES = ("data_url",)
 
 
-def option(
-    default: Any, convert: Callable[[str], Any], help: str, aliases: tuple[str, ...] = ()
-) -> Any:
-    """A field that is an option: its flag is --NAME, its config.yaml key NAME (or, for
-    data_*, schedule_* and monitor_*, the key under that section: data_format is
-    data: format), its value read by ``convert``. The one place an option is declared."""
-    return field(default=default, metadata={"convert": convert, "help": help, "aliases": aliases})
+@dataclass(frozen=True)
+class Named:
+    """A command's options by name (data_format, lr ...): their values, their declarations,
+    and the names given as flags (a flag wins over a run's record)."""
+
+    values: dict[str, Any]
+    declared: dict[str, Option]
+    given: tuple[str, ...] = ()
+
+
+SECTION_TYPES = {
+    "data": DataOptions,
+    "schedule": ScheduleOptions,
+    "monitor": MonitorOptions,
+    "early_stop": EarlyStopOptions,
+}
 
 
 @dataclass(frozen=True)
@@ -107,83 +114,17 @@ class Config:
     clip_grad_norm: float | None = option(
         None, number(0), "clip the gradients' global norm to this before each optimizer step"
     )
-    # The model (src/model.py) and the data (the readers, yours in src/data.py).
+    # The model (src/model.py).
     model: str | None = option(
         None,
         identifier,
         "the model in src/model.py (default: its only one): lenet, mlp, resnet, yours",
     )
-    data_format: str = option("auto", identifier, "auto, mnist, imagefolder, csv or yours")
-    data_label_column: str = option(
-        "label", str, "csv: the column holding the label", ("--label_column",)
-    )
-    data_labels: str = option(
-        "classes", choice(*LABELS), "classes (the label names a class) or values (a number)"
-    )
-    data_resize: tuple[int, ...] | None = option(
-        None, image_size, "resize images to height,width (needed for mixed sizes)", ("--resize",)
-    )
-    data_test_fraction: float = option(
-        0.2, number(0, 1), "share held out for the test when data has none", ("--test_fraction",)
-    )
-    data_num_workers: int | None = option(
-        None,
-        worker_count,
-        "loader processes: auto (from CPUs and devices) or a number",
-        ("--num_workers",),
-    )
-    data_in_memory: str = option(
-        "auto",
-        choice(*SWITCH),
-        "hold the data in memory: auto (if it fits), true, false",
-        ("--in_memory",),
-    )
-    data_mean: tuple[float, ...] = option(
-        (), floats, "per-channel mean (0-255 for images); default: computed"
-    )
-    data_std: tuple[float, ...] = option(
-        (), floats, "per-channel std; default: computed from the training split"
-    )
-    data_random_crop: int = option(
-        0, integer(0), "augmentation: pad by N pixels and crop back at random", ("--random_crop",)
-    )
-    data_random_flip: bool = option(
-        False, boolean, "augmentation: flip images left-right at random", ("--random_flip",)
-    )
-    # The learning-rate schedule (src/scaffold/backend/schedule.py).
-    schedule_name: str = option(
-        "constant",
-        choice(*SCHEDULES),
-        "learning rate per step: constant, step or cosine",
-        ("--lr_schedule",),
-    )
-    schedule_warmup_epochs: float = option(
-        0.0,
-        number(0, with_low=True),
-        "epochs of linear warmup from 0 to lr (may be a fraction)",
-        ("--warmup_epochs",),
-    )
-    schedule_step_epochs: int = option(
-        4, integer(1), "step: multiply the lr by gamma every N epochs", ("--lr_step_epochs",)
-    )
-    schedule_gamma: float = option(
-        0.1, number(0, 1), "step: the factor applied every step_epochs", ("--lr_gamma",)
-    )
-    schedule_min_lr: float = option(
-        0.0, number(0, with_low=True), "cosine: the lr the curve ends at", ("--min_lr",)
-    )
-    # The best checkpoint: the validation metric (one src/step.py's metrics returns).
-    monitor_metric: str = option(
-        "accuracy", str, "the validation metric choosing the best checkpoint"
-    )
-    monitor_mode: str = option("max", choice(*MODES), "max or min: which way the metric is better")
-    # Stopping early: on the monitored metric, at the end of an epoch.
-    early_stop_patience: int | None = option(
-        None, integer(1), "stop after N validations without a better monitored metric"
-    )
-    early_stop_threshold: float | None = option(
-        None, float_value, "stop once the monitored metric reaches this"
-    )
+    # config.yaml's sections, each handed whole to the part it configures.
+    data: DataOptions = field(default_factory=DataOptions)
+    schedule: ScheduleOptions = field(default_factory=ScheduleOptions)
+    monitor: MonitorOptions = field(default_factory=MonitorOptions)
+    early_stop: EarlyStopOptions = field(default_factory=EarlyStopOptions)
     # Watching a run: progress and train loss every log_every steps; TensorBoard files.
     log_every: int = option(50, integer(1), "progress line and train loss every N steps")
     tensorboard: bool = option(
@@ -201,20 +142,74 @@ class Config:
     # The options given as flags: they win over what a platform's environment says.
     given: tuple[str, ...] = ()
 
-    def data_options(self) -> dict[str, Any]:
-        """What the readers may use: config.yaml's data: section, by its keys."""
-        return {
-            "label_column": self.data_label_column,
-            "resize": self.data_resize,
-            "labels": self.data_labels,
-        }
+    def places(self) -> Places:
+        """Where the data is and the outputs go, as asked (storage/where.py resolves them)."""
+        return Places(self.data_url, self.train_url, self.pretrained, self.given)
+
+    def source(self, root: Path) -> Source:
+        """What picks and splits the data under ``root`` (the run's data directory)."""
+        return Source(
+            root,
+            self.dataset_name,
+            self.train_dir,
+            self.test_dir,
+            self.num_classes,
+            self.val_fraction,
+            self.seed,
+        )
+
+    def pick(self, kind: type[T], **more: Any) -> T:
+        """A ``kind`` (a part's options, a dataclass) filled from the options of its fields'
+        names (a section whole: data), ``more`` besides."""
+        return kind(
+            **{f.name: getattr(self, f.name) for f in fields(kind) if f.name not in more}, **more
+        )
+
+    def smoke_sizes(self, world_size: int, steps: int = 2) -> tuple[int, int] | None:
+        """--smoke: the random training split's samples (``steps`` steps of every rank) and
+        the others'; None for a run on the data."""
+        return (steps * self.batch_size * world_size, self.batch_size) if self.smoke else None
+
+    def named(self) -> Named:
+        """The options by name, with their declarations and those given as flags."""
+        declared = options_of(type(self))
+        return Named({name: self.value(name) for name in declared}, declared, self.given)
+
+    def value(self, name: str) -> Any:
+        """Option ``name``'s value (data_format: self.data.format)."""
+        section, key = _place(name)
+        return getattr(getattr(self, section), key) if section else getattr(self, key)
+
+    def with_options(self, **values: Any) -> Config:
+        """A copy with the options named as their flags are (data_format=...) set."""
+        top: dict[str, Any] = {}
+        parts: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            section, key = _place(name)
+            if section:
+                parts.setdefault(section, {})[key] = value
+            else:
+                top[key] = value
+        for section, changes in parts.items():
+            top[section] = replace(getattr(self, section), **changes)
+        return replace(self, **top)
 
     def hparams(self) -> dict[str, Any]:
-        """The options as JSON values, for the run record: as asked (auto stays auto),
-        a local path made absolute, so that the record reads the same from any directory."""
-        values = asdict(self)
-        del values["ignored_args"], values["given"]
+        """The options by name as JSON values, for the run record: as asked (auto stays
+        auto), a local path made absolute, so that the record reads the same from any
+        directory."""
+        values = {name: self.value(name) for name in options_of(type(self))}
+        values.update(smoke=self.smoke, strict=self.strict, config_path=self.config_path)
         return {key: _json(value) for key, value in values.items()}
+
+
+def _place(name: str) -> tuple[str, str]:
+    """(section, key) of option ``name``: ("data", "format") for data_format, ("", "lr")."""
+    for section, kind in SECTION_TYPES.items():
+        key = name[len(section) + 1 :]
+        if name.startswith(f"{section}_") and key in {f.name for f in fields(kind)}:
+            return section, key
+    return "", name
 
 
 def _json(value: Any) -> Any:
@@ -255,20 +250,17 @@ class Option:
     key: str = ""
 
 
-def yaml_key(name: str) -> str:
-    """config.yaml's key of option ``name``: a section's (data.format) or the name."""
-    for section in SECTIONS:
-        if name.startswith(f"{section}_") and name not in PLATFORM_NAMES:
-            return f"{section}.{name[len(section) + 1 :]}"
-    return name
-
-
 def options_of(config_class: type[Config]) -> dict[str, Option]:
-    """Every option of ``config_class`` (a Config or a framework's subclass), by name."""
-    return {
-        f.name: Option(
-            f.metadata["convert"], f.metadata["help"], f.metadata["aliases"], yaml_key(f.name)
+    """Every option of ``config_class`` (a Config or a framework's subclass), by name: a
+    section's as data_format (key data.format)."""
+    found: dict[str, Option] = {}
+    for f in fields(config_class):
+        kind = SECTION_TYPES.get(f.name)
+        inner = (
+            [(f"{f.name}_{g.name}", f"{f.name}.{g.name}", g) for g in fields(kind)] if kind else []
         )
-        for f in fields(config_class)
-        if "convert" in f.metadata
-    }
+        for name, key, declared in inner or [(f.name, f.name, f)]:
+            meta = declared.metadata
+            if "convert" in meta:
+                found[name] = Option(meta["convert"], meta["help"], meta["aliases"], key)
+    return found

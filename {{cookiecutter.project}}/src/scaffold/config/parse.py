@@ -4,7 +4,6 @@ The flags, the config.yaml keys and --help come from the fields of the Config cl
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -163,4 +162,4 @@ def parse_script(
             "--skip_layers applies to the weights --pretrained loads: give --pretrained too, "
             "or leave skip_layers empty"
         )
-    return replace(config_class(), **values, ignored_args=ignored), script
+    return config_class().with_options(**values, ignored_args=ignored), script

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from src.scaffold.config import Config
+from src.scaffold.config import DataOptions, Source
 from src.scaffold.data.formats import SPLITS
 from src.scaffold.data.readers import Readers, detect, looked_for
 from src.scaffold.data.splits import DataInfo, Split, Splits, hold_out, statistics, synthetic
@@ -71,20 +71,20 @@ def select(root: Path, name: str | None, fmt: str, readers: Readers) -> Path:
     return unpack(chosen) if chosen.is_file() else chosen
 
 
-def _read(directory: Path, cfg: Config, readers: Readers) -> tuple[str, dict[str, Split]]:
+def _read(directory: Path, data: DataOptions, readers: Readers) -> tuple[str, dict[str, Split]]:
     """The format and the splits of a dataset directory, by the reader of its format."""
-    found = detect(readers, directory, cfg.data_format, cfg.data_options())
+    found = detect(readers, directory, data.format, data.reader_options())
     if found is None:
-        wanted = looked_for(readers, cfg.data_format)
+        wanted = looked_for(readers, data.format)
         raise DatasetError(f"no data in {directory}: looked for {wanted}")
     reader, why = found
     log.info("data: %s format in %s: %s", reader.name, directory, why)
     return reader.name, reader.read(directory)
 
 
-def _part(root: Path, cfg: Config, readers: Readers, split: str) -> tuple[str, Split]:
+def _part(root: Path, data: DataOptions, readers: Readers, split: str) -> tuple[str, Split]:
     """--traindata/--testdata: the split of that name in the directory, else all of it."""
-    fmt, found = _read(select(root, None, cfg.data_format, readers), cfg, readers)
+    fmt, found = _read(select(root, None, data.format, readers), data, readers)
     if split not in found and "all" not in found:
         raise DatasetError(f"{root} holds no {split} split (it has {', '.join(found)})")
     return fmt, found.get(split, found.get("all"))  # type: ignore[return-value]
@@ -111,23 +111,23 @@ def _same_classes(splits: dict[str, Split]) -> None:
             )
 
 
-def load(cfg: Config, readers: Readers) -> tuple[str, dict[str, Split]]:
+def load(data: DataOptions, source: Source, readers: Readers) -> tuple[str, dict[str, Split]]:
     """The format, and the splits train, test and maybe val; --traindata/--testdata
     (train_dir, test_dir) win. Data that comes unsplit is split by test_fraction, seeded."""
-    if cfg.train_dir and cfg.test_dir:
-        fmt, train = _part(cfg.train_dir, cfg, readers, "train")
-        found = {"train": train, "test": _part(cfg.test_dir, cfg, readers, "test")[1]}
+    if source.train_dir and source.test_dir:
+        fmt, train = _part(source.train_dir, data, readers, "train")
+        found = {"train": train, "test": _part(source.test_dir, data, readers, "test")[1]}
     else:
-        root = select(Path(cfg.data_url), cfg.dataset_name, cfg.data_format, readers)
-        fmt, found = _read(root, cfg, readers)
-        for given, split in ((cfg.train_dir, "train"), (cfg.test_dir, "test")):
+        root = select(source.root, source.dataset_name, data.format, readers)
+        fmt, found = _read(root, data, readers)
+        for given, split in ((source.train_dir, "train"), (source.test_dir, "test")):
             if given:
-                found[split] = _part(given, cfg, readers, split)[1]
+                found[split] = _part(given, data, readers, split)[1]
     if "all" in found:
         found.setdefault("train", found.pop("all"))
     if "test" not in found:
         found["train"], found["test"] = hold_out(
-            found["train"], cfg.data_test_fraction, cfg.seed, "test"
+            found["train"], data.test_fraction, source.seed, "test"
         )
     _same_classes(found)
     return fmt, found
@@ -159,11 +159,11 @@ def num_classes(found: dict[str, Split], configured: int | None) -> int:
     return configured
 
 
-def _in_memory(cfg: Config, found: dict[str, Split]) -> tuple[bool, str]:
+def _in_memory(data: DataOptions, found: dict[str, Split]) -> tuple[bool, str]:
     """Whether to hold the data in memory, and why (data.in_memory auto: if it fits)."""
-    if cfg.data_in_memory != "auto":
-        return cfg.data_in_memory == "true", f"data.in_memory {cfg.data_in_memory}"
-    if cfg.data_random_crop or cfg.data_random_flip:
+    if data.in_memory != "auto":
+        return data.in_memory == "true", f"data.in_memory {data.in_memory}"
+    if data.random_crop or data.random_flip:
         return False, "augmentation is on"
     size = sum(split.nbytes for split in found.values())
     if size > IN_MEMORY_BYTES:
@@ -172,53 +172,58 @@ def _in_memory(cfg: Config, found: dict[str, Split]) -> tuple[bool, str]:
 
 
 def _smoke(
-    cfg: Config, readers: Readers, world_size: int, declared: tuple[int, ...], steps: int
+    data: DataOptions,
+    source: Source,
+    readers: Readers,
+    declared: tuple[int, ...],
+    smoke: tuple[int, int],
 ) -> Splits:
     """Random data of the configured data's shape, or of the model's declared input shape
-    when there is no data here: every part of a run, in seconds."""
+    when there is no data here: every part of a run, in seconds. ``smoke``: (samples of
+    the training split, of the others)."""
     try:
-        found = load(cfg, readers)[1]
-        shape, classes = found["train"].shape, num_classes(found, cfg.num_classes)
-        source = "the data's shape"
+        found = load(data, source, readers)[1]
+        shape, classes = found["train"].shape, num_classes(found, source.num_classes)
+        said = "the data's shape"
     except DatasetError:
-        shape, classes = declared, cfg.num_classes or 10
-        source = "the model's declared input shape (no data found)"
-    log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), source)
-    count = steps * cfg.batch_size * world_size
+        shape, classes = declared, source.num_classes or 10
+        said = "the model's declared input shape (no data found)"
+    log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
+    count, few = smoke
     splits = [
-        synthetic(n, shape, classes, cfg.seed + i)
-        for i, n in enumerate((count, cfg.batch_size, cfg.batch_size))
+        synthetic(n, shape, classes, source.seed + i) for i, n in enumerate((count, few, few))
     ]
-    mean, std = statistics(splits[0], STATS_SAMPLES, cfg.seed)
+    mean, std = statistics(splits[0], STATS_SAMPLES, source.seed)
     info = DataInfo("synthetic", shape, classes, (), mean, std, True)
     return Splits(*splits, info)
 
 
 def splits(
-    cfg: Config,
+    data: DataOptions,
+    source: Source,
     readers: Readers,
-    world_size: int,
     declared: tuple[int, ...] = (1, 28, 28),
-    smoke_steps: int = 2,
+    smoke: tuple[int, int] | None = None,
 ) -> Splits:
-    """Train, validation and test splits for cfg, with what is known of them; random ones
-    for --smoke. ``declared`` is the model's input shape, for a smoke run without data."""
-    if cfg.smoke:
-        return _smoke(cfg, readers, world_size, declared, smoke_steps)
-    fmt, found = load(cfg, readers)
-    classes = num_classes(found, cfg.num_classes)
+    """Train, validation and test splits of ``source`` read as ``data`` says, with what is
+    known of them; random ones for --smoke (``smoke``: the training split's samples and the
+    others'). ``declared`` is the model's input shape, for a smoke run without data."""
+    if smoke is not None:
+        return _smoke(data, source, readers, declared, smoke)
+    fmt, found = load(data, source, readers)
+    classes = num_classes(found, source.num_classes)
     train = found["train"]
     if "val" in found:
         val = found["val"]
     else:
-        train, val = hold_out(train, cfg.val_fraction, cfg.seed)
-    memory, why = _in_memory(cfg, found)
+        train, val = hold_out(train, source.val_fraction, source.seed)
+    memory, why = _in_memory(data, found)
     if memory:
         train, val = train.materialised(), val.materialised()
     test = found["test"].materialised() if memory else found["test"]
-    mean, std = cfg.data_mean, cfg.data_std
+    mean, std = data.mean, data.std
     if not (mean and std):
-        computed = statistics(train, STATS_SAMPLES, cfg.seed)
+        computed = statistics(train, STATS_SAMPLES, source.seed)
         mean, std = mean or computed[0], std or computed[1]
     # Per channel for images (C, H, W), per feature for rows (F,): the first axis either way.
     channels = train.shape[0]
@@ -234,8 +239,8 @@ def splits(
         std,
         memory,
         features=train.features,
-        label_column=cfg.data_label_column if train.features else None,
-        resize=cfg.data_resize if len(train.shape) == 3 else None,
+        label_column=data.label_column if train.features else None,
+        resize=data.resize if len(train.shape) == 3 else None,
         numeric=train.numeric,
     )
     log.info(

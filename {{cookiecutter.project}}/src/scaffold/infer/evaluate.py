@@ -25,6 +25,7 @@ from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.infer.recorded import Located, locate
 from src.scaffold.outputs.record import EVALS, METRICS
 from src.scaffold.outputs.rundir import run_id_of
+from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
 log = logging.getLogger("eval")
@@ -55,15 +56,17 @@ def evaluate(
     """Score checkpoint ``which`` of the run in cfg's train_url (or the checkpoint a path
     names) on ``split``; print which, then a line a metric, and append an "eval" row to the
     run's record (to eval.jsonl while the run still trains)."""
-    found = locate(cfg, framework, which)
+    found = locate(cfg.named(), cfg.places(), framework, which)
     for line in found.first():
         print(line, file=sys.stderr, flush=True)
-    cfg = found.cfg
-    backend = framework.create(cfg, task)
+    cfg = cfg.with_options(**found.changes)
+    backend = backend_of(framework, cfg, task)
     try:
-        splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
+        smoke = cfg.smoke_sizes(backend.world_size)
+        source = cfg.source(found.where.data)
+        splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
         plan = BatchPlan(len(splits.train), cfg.batch_size, 1, 0, cfg.seed)
-        backend.setup(splits, Schedule.from_config(cfg, plan.steps_per_epoch, 1))
+        backend.setup(splits, Schedule.of(cfg.schedule, cfg.lr, plan.steps_per_epoch, 1))
         restored = backend.restore(found.recorded.path, "--checkpoint")
         scores = backend.evaluate(split)
     finally:

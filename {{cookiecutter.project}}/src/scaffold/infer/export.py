@@ -23,9 +23,11 @@ from src.scaffold.backend.api import Backend, Framework
 from src.scaffold.config import Config
 from src.scaffold.data import finder
 from src.scaffold.data.normalise import Normalise
+from src.scaffold.data.splits import Splits
 from src.scaffold.errors import ConfigError, TrainError
 from src.scaffold.infer.recorded import Recorded, locate
 from src.scaffold.outputs.checkpoints import usual_mode
+from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
 log = logging.getLogger("export")
@@ -101,20 +103,23 @@ def export(
         raise ConfigError(f"--batch {args.batch}: give 1 or more")
     if fmt.lower() == "onnx":
         _require_onnxruntime(fmt)
-    found = locate(cfg, framework, args.checkpoint)
+    found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
     for line in found.first():
         print(line, file=sys.stderr, flush=True)
-    recorded, cfg = found.recorded, found.cfg
+    recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     path = args.output or Path("export") / f"{recorded.path.stem}{exporter.FORMATS[fmt]}"
     if path.suffix.lower() != exporter.FORMATS[fmt]:
         raise ConfigError(f"--output {path}: a {fmt} file ends in {exporter.FORMATS[fmt]}")
-    backend = framework.create(cfg, task)
+    backend = backend_of(framework, cfg, task)
     try:
         why = exporter.unavailable(fmt, backend)
         if why:
             raise ConfigError(why)
         backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
-        raw = _samples(task, cfg, backend, recorded)
+        source = cfg.source(found.where.data)
+        smoke = cfg.smoke_sizes(backend.world_size)
+        splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
+        raw = _samples(splits, recorded)
         inputs = Normalise(recorded.mean, recorded.std, len(recorded.shape))(raw)
         path.parent.mkdir(parents=True, exist_ok=True)
         sample = np.repeat(inputs[:1], args.batch, axis=0)
@@ -154,9 +159,8 @@ def _require_onnxruntime(fmt: str) -> None:
         raise ConfigError(f"--format {fmt} needs {ONNX_NEEDS}") from err
 
 
-def _samples(task: Task, cfg: Config, backend: Backend, recorded: Recorded) -> np.ndarray:
+def _samples(splits: Splits, recorded: Recorded) -> np.ndarray:
     """Up to SAMPLES raw inputs of the run's test split, read as the run read them."""
-    splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
     test = splits.test if len(splits.test) else splits.val
     if tuple(test.shape) != recorded.shape:
         raise ExportError(

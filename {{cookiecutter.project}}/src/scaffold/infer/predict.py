@@ -20,6 +20,7 @@ from src.scaffold.config import Config
 from src.scaffold.errors import ConfigError, DatasetError
 from src.scaffold.infer.inputs import gather
 from src.scaffold.infer.recorded import Recorded, locate
+from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
 DESCRIPTION = "Label images or table rows with a run's checkpoint (train.py's options apply)."
@@ -53,14 +54,14 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
         raise ConfigError(f"--output {output}: write .jsonl or .csv")
     if args.top_k < 1:
         raise ConfigError(f"--top_k {args.top_k}: give 1 or more")
-    found = locate(cfg, framework, args.checkpoint)
+    found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
     for line in found.first():
         print(line, file=sys.stderr, flush=True)
-    recorded, cfg = found.recorded, found.cfg
+    recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     if recorded.num_classes < 1:
         raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
     inputs = gather(args.inputs, recorded)
-    backend = framework.create(cfg, task)
+    backend = backend_of(framework, cfg, task)
     try:
         backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
         with _Sink(output) as sink:

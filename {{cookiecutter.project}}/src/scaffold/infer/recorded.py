@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from src.scaffold.backend.api import Framework
-from src.scaffold.config import Config
+from src.scaffold.config import Named, Places
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import live, truth
 from src.scaffold.outputs.checkpoints import POINTER, read_pointer
@@ -88,11 +88,11 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Located:
-    """A run's checkpoint found: the options as the run recorded them (flags win), what the
-    checkpoint records, the data on this node, the run's directory and remote, and the run
-    itself while it still trains."""
+    """A run's checkpoint found: the options the run recorded where the command's differ
+    (flags win; by option name), what the checkpoint records, the data on this node, the
+    run's directory and remote, and the run itself while it still trains."""
 
-    cfg: Config
+    changes: dict[str, Any]
     recorded: Recorded
     where: storage.Storage
     run_dir: Path
@@ -169,8 +169,8 @@ def _fetch(output: Path, remote: Remote, which: str | None) -> None:
     remote.get([METRICS, HPARAMS], output)
 
 
-def locate(cfg: Config, framework: Framework, which: str | None) -> Located:
-    """The checkpoint ``which`` names (best or last of the run in cfg's train_url, fetched
+def locate(asked: Named, places: Places, framework: Framework, which: str | None) -> Located:
+    """The checkpoint ``which`` names (best or last of the run in train_url, fetched
     from obs:// for a platform run; None: the best, or the newest of a run still training;
     or a path, whose directory is its run's), what it records, the options as the run's
     record gives them (flags win), and the data those options name, on this node."""
@@ -183,7 +183,7 @@ def locate(cfg: Config, framework: Framework, which: str | None) -> Located:
         run_dir, chosen = path.parent, str(path)
         running = live.running(run_dir)
     else:
-        run_dir, remote = storage.outputs(cfg)
+        run_dir, remote = storage.outputs(places)
         if remote is not None:
             _fetch(run_dir, remote, which)
         running = live.running(run_dir)
@@ -191,7 +191,9 @@ def locate(cfg: Config, framework: Framework, which: str | None) -> Located:
         path = choose(run_dir, "last" if chosen == "newest" else chosen, suffix, running)
     meta = framework.read_meta(path, "--checkpoint")
     recorded = Recorded.of(path, meta)
-    adopted = truth.adopt(cfg, truth.recorded(run_dir), meta, truth.INPUTS, f"--checkpoint {path}")
-    where = storage.prepare(adopted.cfg)
-    cfg = replace(adopted.cfg, data_url=where.data)
-    return Located(cfg, recorded, where, run_dir, remote, running, chosen, tuple(adopted.lines()))
+    said = f"--checkpoint {path}"
+    adopted = truth.adopt(asked, truth.recorded(run_dir), meta, truth.INPUTS, said)
+    data_url = adopted.changes.get("data_url", places.data_url)
+    where = storage.prepare(replace(places, data_url=data_url))
+    found = (recorded, where, run_dir, remote, running, chosen, tuple(adopted.lines()))
+    return Located(adopted.changes, *found)

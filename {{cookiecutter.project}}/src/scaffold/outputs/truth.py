@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from src.scaffold.config import Config, options_of
+from src.scaffold.config import Named, Places
 from src.scaffold.config.parse import convert
 from src.scaffold.errors import CheckpointError, ConfigError
 from src.scaffold.outputs.checkpoints import POINTER, find_latest, read_pointer
@@ -120,12 +119,12 @@ def _from_checkpoint(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 class Adopted:
-    """The options of a command on a run: ``cfg`` with the run's own where no flag said
-    otherwise; ``notes`` for the flags that differ from the run, ``kept`` for the options
-    config.yaml now gives otherwise (the run's were kept)."""
+    """The options of a command on a run: ``changes``, the run's own values (by option name)
+    where no flag said otherwise; ``notes`` for the flags that differ from the run, ``kept``
+    for the options config.yaml now gives otherwise (the run's were kept)."""
 
-    def __init__(self, cfg: Config, notes: list[str], kept: list[str]) -> None:
-        self.cfg, self.notes, self.kept = cfg, notes, kept
+    def __init__(self, changes: dict[str, Any], notes: list[str], kept: list[str]) -> None:
+        self.changes, self.notes, self.kept = changes, notes, kept
 
     def lines(self) -> list[str]:
         """What to tell the user: each flag that differs from the run, then the options
@@ -145,18 +144,19 @@ class Adopted:
 
 
 def adopt(
-    cfg: Config,
+    asked: Named,
     record: dict[str, Any],
     meta: dict[str, Any],
     names: tuple[str, ...] | None,
     what: str,
 ) -> Adopted:
-    """``cfg`` with the options ``names`` (None: every option but OWN) as the run's record
-    and checkpoint give them. ``what`` names the checkpoint in the lines (--resume PATH).
+    """The options ``names`` (None: every option but OWN) as the run's record and checkpoint
+    give them, where they differ from ``asked``. ``what`` names the checkpoint in the lines
+    (--resume PATH).
 
     A --model given that is not the checkpoint's model is a ConfigError naming both: its
     weights fit no other model."""
-    options = options_of(type(cfg))
+    options = asked.declared
     wanted = [n for n in options if (n in names if names is not None else n not in OWN)]
     base = Path(".")
     theirs: dict[str, Any] = {}
@@ -170,24 +170,25 @@ def adopt(
         if name in wanted:
             theirs[name] = convert(options[name], value, base)
     model = theirs.get("model")
-    if "model" in cfg.given and model is not None and cfg.model != model:
+    if "model" in asked.given and model is not None and asked.values["model"] != model:
         raise ConfigError(
-            f"{what} holds model {model}'s weights; --model {cfg.model} is another model: "
+            f"{what} holds model {model}'s weights; --model {asked.values['model']} is another "
+            "model: "
             f"leave --model out to use {model}"
         )
     notes, kept, changes = [], [], {}
     for name, value in theirs.items():
-        current = getattr(cfg, name)
+        current = asked.values[name]
         if _same(current, value):
             continue
         flag = f"--{name}"
-        if name in cfg.given:
+        if name in asked.given:
             notes.append(f"{flag} {_shown(current)} differs from the run's {_shown(value)}")
             continue
         changes[name] = value
         if not (name in ("data_mean", "data_std") and not current):  # computed by the run
             kept.append(f"{options[name].key} {_shown(value)} (config.yaml: {_shown(current)})")
-    return Adopted(replace(cfg, **changes), notes, kept)
+    return Adopted(changes, notes, kept)
 
 
 def model_mismatch(what: str, model: str, own: dict, theirs: dict) -> CheckpointError | None:
@@ -232,24 +233,25 @@ def fetch(output: Path, remote: Remote, suffix: str) -> None:
     Once(output, "resume-fetch", remote.where).run(get, "fetch the last checkpoint", 1800)
 
 
-def continuing(cfg: Config, framework: Any) -> Adopted:
+def continuing(asked: Named, places: Places, framework: Any) -> Adopted:
     """A resumed run (--resume auto or PATH) with the options and model its record gives:
     the run continues as it began, whatever config.yaml says now; flags still win. A new
-    run (no --resume) keeps cfg as it is. ``framework``: the backend's core module."""
-    if cfg.resume is None:
-        return Adopted(cfg, [], [])
+    run (no --resume) changes nothing. ``framework``: the backend's core module."""
+    resume = asked.values["resume"]
+    if resume is None:
+        return Adopted({}, [], [])
     suffix = framework.CHECKPOINT_SUFFIX
-    if cfg.resume == "auto":
-        output, remote = storage.outputs(cfg)
+    if resume == "auto":
+        output, remote = storage.outputs(places)
         if remote is not None:
             fetch(output, remote, suffix)
         path = find_latest(output, suffix)
         what = f"the checkpoint {path}" if path is not None else f"the run in {output}"
     else:
-        path = Path(cfg.resume)
+        path = Path(resume)
         output, what = path.parent, f"--resume {path}"
     record = recorded(output)
     meta: dict[str, Any] = {}
     if path is not None and path.is_file() and "model" not in record:
         meta = framework.read_meta(path, "--resume")  # a checkpoint without its run's record
-    return adopt(cfg, record, meta, None, what)
+    return adopt(asked, record, meta, None, what)

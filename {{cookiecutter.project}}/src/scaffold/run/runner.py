@@ -73,9 +73,9 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
     path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
     if cfg.resume == "auto":
         # Fetched from the platform already, where the outputs live there (truth.continuing).
-        path = checkpoints.find_latest(Path(cfg.train_url), backend.suffix)
+        path = checkpoints.find_latest(where.output, backend.suffix)
         if path is None:
-            log.info("--resume auto: no checkpoint in %s yet, starting at epoch 1", cfg.train_url)
+            log.info("--resume auto: no checkpoint in %s yet, starting at epoch 1", where.output)
     if path is not None:
         meta = backend.restore(path)
         if meta["seed"] != cfg.seed:
@@ -91,24 +91,24 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
         backend.load_pretrained(found, cfg.skip_layers)
         skipped = f" (kept {', '.join(cfg.skip_layers)} initialised)" if cfg.skip_layers else ""
         log.info("loaded pretrained weights from %s%s", found, skipped)
-    again = cfg.resume == "auto" and rundir.run_id_of(Path(cfg.train_url)) is not None
+    again = cfg.resume == "auto" and rundir.run_id_of(where.output) is not None
     return 1, cfg.seed, again, 0
 
 
-def _check_fresh(cfg: Config, where: storage.Storage) -> None:
+def _check_fresh(resume: Path | str | None, where: storage.Storage) -> None:
     """Stop a new run whose output directory, here or on the platform, holds another run."""
-    cleared = rundir.check_fresh(Path(cfg.train_url), cfg.resume)
+    cleared = rundir.check_fresh(where.output, resume)
     if cleared:
         log.info("%s", cleared)
-    rundir.check_writable(Path(cfg.train_url))
+    rundir.check_writable(where.output)
     remote = where.remote
-    if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
+    if resume is None and remote is not None and remote.holds(HPARAMS):
         raise rundir.refusal(f"{remote.where} holds another run's outputs")
 
 
-def _run_id(cfg: Config) -> str:
+def _run_id(resume: Path | str | None, output: Path) -> str:
     """The run's id: the one its record gives when it continues (--resume), else a new one."""
-    return (cfg.resume is not None and rundir.run_id_of(Path(cfg.train_url))) or rundir.new_run_id()
+    return (resume is not None and rundir.run_id_of(output)) or rundir.new_run_id()
 
 
 def _record(
@@ -116,7 +116,7 @@ def _record(
 ) -> RunRecord:
     """The run record of rank 0: TensorBoard files unless turned off; MLflow when the user
     has a server (MLFLOW_TRACKING_URI)."""
-    output = Path(cfg.train_url)
+    output = where.output
     board = None
     if cfg.tensorboard:
         board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
@@ -138,7 +138,9 @@ def _train(
 ) -> None:
     """Train as cfg (resolved to this node's places) says; ``asked``: the options as they
     were given, for the record."""
-    splits = finder.splits(cfg, task.readers, backend.world_size, backend.input_shape)
+    smoke = cfg.smoke_sizes(backend.world_size)
+    source = cfg.source(where.data)
+    splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
     sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)
@@ -148,20 +150,21 @@ def _train(
     last = plan.last_epoch(cfg.epoch_size)
     total = plan.steps_done(last)
     # The schedule counts optimizer steps: one per `accumulate` batches.
-    schedule = Schedule.from_config(cfg, plan.updates_per_epoch, plan.updates_done(last))
+    schedule = Schedule.of(cfg.schedule, cfg.lr, plan.updates_per_epoch, plan.updates_done(last))
     backend.setup(splits, schedule)
     # The monitored metric among those src/step.py returned on the batch the model was
     # tried on: said before the first step, and before anything is written.
     task.check_metrics(backend.sample_metrics)
     first, seed, resumed, inside = _start(cfg, where, backend)
     plan = replace(plan, seed=seed, begun=(first, inside))
-    output = Path(cfg.train_url)
+    output = where.output
     if uploader is not None and resumed:
         uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
     after = plan.steps_done(first - 1) + inside if resumed else None
     record = _record(cfg, where, backend.rank, after, asked["run_id"])
     try:
-        _epochs(cfg, task, backend, splits, plan, record, uploader, (first, last, total), asked)
+        span = (first, last, total)
+        _epochs(cfg, task, backend, where, splits, plan, record, uploader, span, asked)
     except BaseException:
         record.finish(failed=True)
         raise
@@ -175,6 +178,7 @@ def _epochs(
     cfg: Config,
     task: Task,
     backend: Backend,
+    where: storage.Storage,
     splits: Splits,
     plan: BatchPlan,
     record: RunRecord,
@@ -187,23 +191,21 @@ def _epochs(
     launch = {"seed": plan.seed, "world_size": backend.world_size, "device": backend.device}
     launch["global_batch_size"] = cfg.batch_size * backend.world_size
     # Where the data and outputs were on this node (the options keep what was asked: auto).
-    launch.update(data_url=str(cfg.data_url), train_url=str(cfg.train_url))
+    launch.update(data_url=str(where.data), train_url=str(where.output))
     sizes = {f"{name}_samples": len(getattr(splits, name)) for name in ("train", "val", "test")}
     resolved = {**launch, **splits.info.record(), **sizes, **backend.describe()}
     options = {key: value for key, value in asked.items() if key != "run_id"}
     record.log_hparams({**options, "resolved": resolved})
-    keep = cfg.keep_checkpoints
-    retention = checkpoints.Retention.resume(
-        Path(cfg.train_url), backend.suffix, keep, task.model(cfg.model).name, task.monitor
-    )
+    name, keep = task.model(cfg.model).name, cfg.keep_checkpoints
+    retention = checkpoints.Retention.resume(where.output, backend.suffix, keep, name, task.monitor)
     global_batch = launch["global_batch_size"]
     progress = None
     if backend.rank == 0:
         bar = sys.stdout.isatty()
         begun = plan.steps_done(first - 1) + plan.skipped(first)
         progress = Progress(total, begun, cfg.log_every, global_batch, bar)
-    meta = {"model_name": task.model(cfg.model).name, **splits.info.checkpoint_meta()}
-    early = EarlyStop.asked(task.monitor, cfg.early_stop_patience, cfg.early_stop_threshold)
+    meta = {"model_name": name, **splits.info.checkpoint_meta()}
+    early = EarlyStop.asked(task.monitor, cfg.early_stop.patience, cfg.early_stop.threshold)
     every = (cfg.validate_every, cfg.checkpoint_every)
     hook = EpochEnd(
         backend,
@@ -276,16 +278,23 @@ def _announce(cfg: Config, backend: Backend, adopted: truth.Adopted) -> None:
         log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
 
 
+def backend_of(framework: Framework, cfg: Config, task: Task) -> Backend:
+    """The framework's Backend, given the options it reads (its OPTIONS, by name) and those
+    src/step.py's optimizer names."""
+    args = task.step.optimizer_args(cfg.named().values)
+    return framework.create(cfg.pick(framework.OPTIONS, optimizer=args), task)
+
+
 def run(task: Task, cfg: Config, framework: Framework) -> None:
     """Train ``task`` as cfg says with the Backend the framework's core module creates;
     raises TrainError subclasses for what the user must fix."""
     TIMELINE.mark("interpreter and imports")
     # A resumed run continues with its own options and model (its record), not config.yaml's.
-    adopted = truth.continuing(cfg, framework)
-    cfg = adopted.cfg
-    task = replace(task, monitor=Monitor(cfg.monitor_metric, cfg.monitor_mode))
+    adopted = truth.continuing(cfg.named(), cfg.places(), framework)
+    cfg = cfg.with_options(**adopted.changes)
+    task = replace(task, monitor=Monitor(cfg.monitor.metric, cfg.monitor.mode))
     task.monitor.check()
-    backend = framework.create(cfg, task)
+    backend = backend_of(framework, cfg, task)
     TIMELINE.mark("device")
     try:
         if backend.scheduler_only:
@@ -294,13 +303,13 @@ def run(task: Task, cfg: Config, framework: Framework) -> None:
         _announce(cfg, backend, adopted)
         with stopping():
             asked = cfg.hparams()
-            where = storage.prepare(cfg)
-            cfg = replace(cfg, data_url=where.data, train_url=where.output)
+            # This node's places: what the options asked for, resolved (they keep auto).
+            where = storage.prepare(cfg.places())
             marker = None
             if backend.rank == 0:
                 # Before anything is written: a new run never mixes with another's outputs.
-                _check_fresh(cfg, where)
-            asked["run_id"] = _run_id(cfg)
+                _check_fresh(cfg.resume, where)
+            asked["run_id"] = _run_id(cfg.resume, where.output)
             if backend.rank == 0:
                 marker = live.Marker(where.output, asked["run_id"])
             uploader = (

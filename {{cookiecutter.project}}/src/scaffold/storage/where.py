@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from src.scaffold.config import DEFAULT_CONFIG, Config
+from src.scaffold.config import DEFAULT_CONFIG, Places
 from src.scaffold.config.converters import AUTO
 from src.scaffold.errors import ConfigError
 from src.scaffold.storage import c2net, obs
@@ -87,40 +87,42 @@ def platform_defaults() -> tuple[Path, Path, str]:
     return project / "data", project / "output", "no platform's directories here"
 
 
-def resolve(cfg: Config) -> Config:
-    """cfg with data_url and train_url auto made places (platform_defaults), said in a line."""
-    if AUTO not in (cfg.data_url, cfg.train_url):
-        return cfg
+def resolve(places: Places) -> Places:
+    """``places`` with data_url and train_url auto made places (platform_defaults), said in
+    a line."""
+    if AUTO not in (places.data_url, places.train_url):
+        return places
     data, output, why = platform_defaults()
-    data = data if cfg.data_url == AUTO else cfg.data_url
-    output = output if cfg.train_url == AUTO else cfg.train_url
+    data = data if places.data_url == AUTO else places.data_url
+    output = output if places.train_url == AUTO else places.train_url
     log.info("data from %s, outputs to %s (auto: %s)", data, output, why)
-    return replace(cfg, data_url=data, train_url=output)
+    return replace(places, data_url=data, train_url=output)
 
 
-def prepare(cfg: Config) -> Storage:
+def prepare(places: Places) -> Storage:
     """Bring the dataset (and pretrained weights) onto this node, once per node, and decide
     where outputs are written and uploaded."""
     # Both read first: a bad retry setting stops the run before any copy.
     uploads, downloads = Retry.read("UPLOAD"), Retry.read("DOWNLOAD")
-    where = _c2net(cfg, downloads) if c2net.active() else _flags(resolve(cfg), downloads)
+    active = c2net.active()
+    where = _c2net(places, downloads) if active else _flags(resolve(places), downloads)
     return replace(where, uploads=uploads)
 
 
-def outputs(cfg: Config) -> tuple[Path, Remote | None]:
+def outputs(places: Places) -> tuple[Path, Remote | None]:
     """Where a run's outputs are on this node, and the remote they go to: what prepare()
     decides for them, without fetching any data (a resumed run reads its record first)."""
     if c2net.active():
-        return _c2net_output(cfg, c2net.C2netEnv.read())
-    output = resolve(cfg).train_url
+        return _c2net_output(places, c2net.C2netEnv.read())
+    output = resolve(places).train_url
     if obs.is_url(output):
         obs.require_moxing(f"train_url {output}")
         return cache_root() / "output", ObsRemote(str(output))
     return Path(output), None
 
 
-def _flags(cfg: Config, downloads: Retry) -> Storage:
-    data = cfg.data_url
+def _flags(places: Places, downloads: Retry) -> Storage:
+    data = places.data_url
     if obs.is_url(data):
         url = str(data)
         obs.require_moxing(f"data_url {url}")
@@ -130,14 +132,15 @@ def _flags(cfg: Config, downloads: Retry) -> Storage:
             f"copy {url} to {data}",
             stage_timeout(),
         )
-    output, remote = outputs(cfg)
-    return Storage(Path(data), output, cfg.pretrained, None, remote)
+    output, remote = outputs(places)
+    return Storage(Path(data), output, places.pretrained, None, remote)
 
 
-def _c2net_output(cfg: Config, env: c2net.C2netEnv) -> tuple[Path, Remote | None]:
-    output = cfg.train_url if "train_url" in cfg.given or env.output is None else env.output
+def _c2net_output(places: Places, env: c2net.C2netEnv) -> tuple[Path, Remote | None]:
+    given = "train_url" in places.given or env.output is None
+    output = places.train_url if given else env.output
     if output == AUTO:
-        output = resolve(replace(cfg, train_url=output)).train_url
+        output = resolve(replace(places, train_url=output)).train_url
     if obs.is_url(output):
         raise ConfigError(_C2NET_LOCAL)
     remote: Remote | None = None
@@ -155,7 +158,7 @@ _C2NET_LOCAL = (
 )
 
 
-def _c2net(cfg: Config, downloads: Retry) -> Storage:
+def _c2net(places: Places, downloads: Retry) -> Storage:
     env = c2net.C2netEnv.read()
     # What the job asks for: c2net's own cache files say when it was fetched already.
     key = json.dumps([os.environ.get(v) for v in ("DATASET_URL", "PRETRAIN_MODEL_URL")])
@@ -165,11 +168,13 @@ def _c2net(cfg: Config, downloads: Retry) -> Storage:
         "fetch the C2Net data",
         stage_timeout(),
     )
-    data = cfg.data_url if "data_url" in cfg.given or env.dataset is None else env.dataset
+    given = "data_url" in places.given or env.dataset is None
+    data = places.data_url if given else env.dataset
     if data == AUTO:
         # A C2Net job without the variable: as anywhere else.
-        data = resolve(replace(cfg, data_url=data)).data_url
+        data = resolve(replace(places, data_url=data)).data_url
     if obs.is_url(data):
         raise ConfigError(_C2NET_LOCAL)
-    output, remote = _c2net_output(cfg, env)
-    return Storage(Path(data), output, cfg.pretrained or env.pretrained, env.tensorboard, remote)
+    output, remote = _c2net_output(places, env)
+    pretrained = places.pretrained or env.pretrained
+    return Storage(Path(data), output, pretrained, env.tensorboard, remote)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import mindspore as ms
 from mindspore.communication import get_group_size, get_rank, init
 
-from src.scaffold.backend.options import MSConfig
+from src.scaffold.backend.options import MSOptions
 from src.scaffold.config import env_first, env_int
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.errors import DeviceError
@@ -94,7 +94,7 @@ def _check_device(target: str, device_num: int, device_id: int | None) -> None:
     )
 
 
-def init_env(cfg: MSConfig) -> Context:
+def init_env(options: MSOptions) -> Context:
     """Seed, device, execution mode and, with device_num > 1, the process group.
 
     device_num defaults to RANK_SIZE (msrun and Ascend rank tables set it) and
@@ -102,14 +102,15 @@ def init_env(cfg: MSConfig) -> Context:
     gradients are averaged over it (data parallel).
     """
     # The same seed everywhere: every rank starts from the same weights.
-    ms.set_seed(cfg.seed)
-    target = device_target(cfg.device_target)
-    device_num = cfg.device_num or env_int("RANK_SIZE") or 1
-    device_id = cfg.device_id if cfg.device_id is not None else env_first(*DEVICE_VARS)
+    ms.set_seed(options.seed)
+    target = device_target(options.device_target)
+    device_num = options.device_num or env_int("RANK_SIZE") or 1
+    given = options.device_id
+    device_id = given if given is not None else env_first(*DEVICE_VARS)
     _check_device(target, device_num, device_id)
     # A CPU has no device index; msrun's DEVICE_ID is meant for accelerators.
     ms.set_device(target, None if target == "CPU" else device_id)
-    ms.set_context(mode=MODES[cfg.context_mode])
+    ms.set_context(mode=MODES[options.context_mode])
     device = None if target == "CPU" else device_id
     if device_num == 1:
         return Context(target, device_id=device)

@@ -21,7 +21,7 @@ from src.scaffold.backend import devices, guards
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader
-from src.scaffold.backend.options import MSConfig, check_step_options, sink_on
+from src.scaffold.backend.options import MSOptions, check_step_options, sink_on
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
     BOOKKEEPING,
     CHECKPOINT_SUFFIX,
@@ -61,9 +61,9 @@ class MindSporeBackend:
     optimizer: nn.Optimizer
     loader: Loader
 
-    def __init__(self, cfg: MSConfig, task: Task) -> None:
-        check_step_options(cfg, LOOP, sink=False)  # before the device starts
-        ctx = init_env(cfg)
+    def __init__(self, options: MSOptions, task: Task) -> None:
+        check_step_options(options, LOOP, sink=False)  # before the device starts
+        ctx = init_env(options)
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.
         self.scheduler_only = os.environ.get("MS_ROLE") == "MS_SCHED"
@@ -77,43 +77,47 @@ class MindSporeBackend:
             devices.unseen(
                 found, "MindSpore's Ascend and GPU backends (loaded when CANN or CUDA is)"
             )
-            if cfg.device_target == "auto"
+            if options.device_target == "auto"
             else None
         )
-        self.cfg = cfg
+        self.options = options
         # Checked before the data is read: a typo fails in a second, not after staging.
-        self.spec = task.model(cfg.model)
+        self.spec = task.model(options.model)
         self.input_shape = self.spec.input_shape
-        self.amp = cfg.amp == "true" or (cfg.amp == "auto" and self.target != "CPU")
-        self.sink = sink_on(cfg.dataset_sink_mode, self.target)
-        if cfg.dataset_sink_mode == "true" and not self.sink:
+        self.amp = options.amp == "true" or (options.amp == "auto" and self.target != "CPU")
+        self.sink = sink_on(options.dataset_sink_mode, self.target)
+        if options.dataset_sink_mode == "true" and not self.sink:
             log.info("MindSpore has no data sink on the CPU: training without it")
-        self.accumulate = cfg.accumulate
-        check_step_options(cfg, LOOP, self.sink)
+        self.accumulate = options.accumulate
+        check_step_options(options, LOOP, self.sink)
 
     def describe(self) -> dict[str, Any]:
         return {
             "model": self.spec.name,
             "train_loop": LOOP,
-            "amp": self.cfg.amp_level.upper() if self.amp else "O0",
+            "amp": self.options.amp_level.upper() if self.amp else "O0",
             "dataset_sink_mode": self.sink,
         }
 
     def setup(self, splits: Splits, schedule: Schedule) -> None:
         info = splits.info
         # Seeded again here: every rank builds the same initial weights, whatever ran before.
-        ms.set_seed(self.cfg.seed)
+        ms.set_seed(self.options.seed)
         self.net = guards.build(self.spec, DataShape(tuple(info.shape), info.num_classes))
         if self.amp:
             # float16 compute; the loops then scale the loss dynamically and skip steps
             # whose gradients overflow.
-            self.net = auto_mixed_precision(self.net, self.cfg.amp_level.upper())
+            self.net = auto_mixed_precision(self.net, self.options.amp_level.upper())
         # A list is MindSpore's dynamic learning rate: one value per step, looked up by the
         # optimizer's global step. A plain number when every step trains at lr.
         lr = schedule.base if schedule.constant else schedule.values()
-        self.optimizer = self.step.make_optimizer(self.net.trainable_params(), lr, self.cfg)
+        self.optimizer = self.step.make_optimizer(
+            self.net.trainable_params(), lr, self.options.optimizer
+        )
         self.lrs = self._lr_table()
-        self.loader = Loader(splits, self.cfg, self.world_size, self.augment)
+        self.loader = Loader(
+            splits, self.options.data, self.options.batch_size, self.world_size, self.augment
+        )
         self._check_model(splits)
 
     def _check_model(self, splits: Splits) -> None:
@@ -305,6 +309,9 @@ class LossCell(nn.Cell):
         return self.loss(self.net(inputs), labels)
 
 
-def create(cfg: MSConfig, task: Task) -> MindSporeBackend:
+OPTIONS = MSOptions
+
+
+def create(options: MSOptions, task: Task) -> MindSporeBackend:
     """The Backend of a MindSpore run (train.py hands it to the run)."""
-    return MindSporeBackend(cfg, task)
+    return MindSporeBackend(options, task)

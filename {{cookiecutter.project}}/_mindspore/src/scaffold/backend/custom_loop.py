@@ -127,8 +127,8 @@ def _value(loss: ms.Tensor) -> float:
 def _scaler(backend: Any) -> Any:
     if backend.amp:
         return DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=50)
-    if backend.cfg.loss_scale != 1:
-        return StaticLossScaler(backend.cfg.loss_scale)
+    if backend.options.loss_scale != 1:
+        return StaticLossScaler(backend.options.loss_scale)
     return None
 
 
@@ -140,7 +140,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         backend.optimizer,
         _scaler(backend),
         backend.world_size,
-        backend.cfg.clip_grad_norm,
+        backend.options.clip_grad_norm,
         plan.accumulate,
     )
     train_step.set_train(True)
@@ -149,7 +149,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     rest = first + 1 if plan.skipped(first) else first
     dataset, steps = backend.loader.train(plan, rest) if rest <= last else (None, 0)
     sink = backend.sink  # off on the CPU, which has no ms.data_sink
-    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
+    sinks = sinks_per_epoch(sink, backend.options.sink_size, steps)
     if sink:
         # Each call runs a whole sink of steps on the device and returns its last loss.
         run_sink = ms.data_sink(train_step, dataset, sink_size=steps // sinks)

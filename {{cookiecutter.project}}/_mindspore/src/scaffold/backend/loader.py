@@ -22,7 +22,7 @@ import mindspore.dataset as ds
 import numpy as np
 
 from src.scaffold.backend.folder import PngFolder, broken_image
-from src.scaffold.config import Config
+from src.scaffold.config import DataOptions
 from src.scaffold.data.batches import Batch, BatchReader, Prefetcher
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import BatchPlan, cpu_count
@@ -95,21 +95,24 @@ class Loader:
     batches for the backend's evaluate."""
 
     def __init__(
-        self, splits: Splits, cfg: Config, world_size: int, augment: Callable | None = None
+        self,
+        splits: Splits,
+        data: DataOptions,
+        batch_size: int,
+        world_size: int,
+        augment: Callable | None = None,
     ) -> None:
-        self.splits, self.cfg, self.augment = splits, cfg, augment
+        self.splits, self.batch_size, self.augment = splits, batch_size, augment
         info = splits.info
         self.normalise = Normalise(info.mean, info.std, len(info.shape))
         images = len(splits.info.shape) == 3
-        self.crop = cfg.data_random_crop if images else 0
-        self.flip = cfg.data_random_flip and images
-        if (cfg.data_random_crop or cfg.data_random_flip) and not images:
+        self.crop = data.random_crop if images else 0
+        self.flip = data.random_flip and images
+        if (data.random_crop or data.random_flip) and not images:
             log.warning("data.random_crop and random_flip apply to images: ignored for rows")
         # Augmentation draws per sample and epoch: it needs the streaming pipeline.
         self.streams = not splits.train.in_memory or bool(self.crop or self.flip)
-        self.workers = (
-            auto_workers(world_size) if cfg.data_num_workers is None else cfg.data_num_workers
-        )
+        self.workers = auto_workers(world_size) if data.num_workers is None else data.num_workers
         self.prefetcher: Prefetcher | None = None
         # Streamed PNGs read as they are, not augmented: MindSpore's ImageFolderDataset
         # decodes them (None: the loader processes do).
@@ -209,7 +212,7 @@ class Loader:
                 (inputs[start : start + EVAL_BATCH], labels[start : start + EVAL_BATCH])
                 for start in range(0, len(labels), EVAL_BATCH)
             )
-        count, size = len(getattr(self.splits, name)), self.cfg.batch_size
+        count, size = len(getattr(self.splits, name)), self.batch_size
         plan = (np.arange(i, min(i + size, count)) for i in range(0, count, size))
         batches = self._streamed().batches(name, plan)
         return ((self.normalise(inputs), labels) for inputs, labels in batches)

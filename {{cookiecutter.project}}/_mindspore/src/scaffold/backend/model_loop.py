@@ -69,10 +69,10 @@ class EpochCallback(Callback):
 def _scale(backend: Any) -> Any:
     if backend.amp:
         return DynamicLossScaleManager()
-    if backend.cfg.loss_scale != 1:
+    if backend.options.loss_scale != 1:
         # drop_overflow_update: the train cell unscales the gradients itself and skips a
         # step that overflowed, so the optimizer sees true gradients.
-        return FixedLossScaleManager(backend.cfg.loss_scale, drop_overflow_update=True)
+        return FixedLossScaleManager(backend.options.loss_scale, drop_overflow_update=True)
     return None
 
 
@@ -82,7 +82,7 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     # still count sink_size steps as an epoch.
     sink = backend.sink
     dataset, steps = backend.loader.train(plan, first)
-    sinks = sinks_per_epoch(sink, backend.cfg.sink_size, steps)
+    sinks = sinks_per_epoch(sink, backend.options.sink_size, steps)
     # In data parallel mode Model's train cell averages the gradients over the ranks.
     model = Model(
         # The network returns the loss (src/step.py's train_step): no loss_fn of Model's.

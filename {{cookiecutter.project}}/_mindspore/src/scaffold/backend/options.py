@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from src.scaffold.backend.api import TrainOptions
 from src.scaffold.config import SWITCH, Config, ConfigError, option
 from src.scaffold.config.converters import choice, integer, number
 
@@ -40,6 +41,19 @@ class MSConfig(Config):
     device_id: int | None = option(None, integer(0), "this process's device (default: DEVICE_ID)")
 
 
+@dataclass(frozen=True)
+class MSOptions(TrainOptions):
+    """What MindSpore's backend reads of the options besides every backend's."""
+
+    context_mode: str
+    dataset_sink_mode: str
+    sink_size: int
+    amp_level: str
+    loss_scale: float
+    device_num: int | None
+    device_id: int | None
+
+
 def sink_on(setting: str, device_target: str) -> bool:
     """dataset_sink_mode auto|true|false on MindSpore's device target: auto is on for
     Ascend, where feeding whole sinks of steps pays; the CPU has no sink at all."""
@@ -51,23 +65,25 @@ def _refusal(named: list[str], need: str) -> ConfigError:
     return ConfigError(f"{' and '.join(named)} {'needs' if len(named) == 1 else 'need'} {need}")
 
 
-def check_step_options(cfg: MSConfig, loop: str, sink: bool) -> None:
+def check_step_options(options: MSOptions, loop: str, sink: bool) -> None:
     """accumulate, clip_grad_norm and checkpoint_every are the custom loop's: Model.train's
     step has neither of the first two, and resumes at an epoch's start only. With a data
     sink, the host can neither group a sink's steps nor resume inside one."""
-    accumulate = [f"accumulate {cfg.accumulate}"] if cfg.accumulate > 1 else []
-    clip = [f"clip_grad_norm {cfg.clip_grad_norm:g}"] if cfg.clip_grad_norm is not None else []
-    every = [f"checkpoint_every {cfg.checkpoint_every}"] if cfg.checkpoint_every else []
-    if loop == "model" and accumulate + clip + every:
+    accumulate = [f"accumulate {options.accumulate}"] if options.accumulate > 1 else []
+    clip = options.clip_grad_norm
+    clipped = [f"clip_grad_norm {clip:g}"] if clip is not None else []
+    every = options.checkpoint_every
+    every_n = [f"checkpoint_every {every}"] if every else []
+    if loop == "model" and accumulate + clipped + every_n:
         raise _refusal(
-            accumulate + clip + every,
+            accumulate + clipped + every_n,
             "the custom training loop: Model.train's step neither accumulates nor clips, and "
             "resumes at an epoch's start only (gen update --set ms_train_loop=custom switches "
             "this project's loop)",
         )
-    if sink and accumulate + every:
+    if sink and accumulate + every_n:
         raise _refusal(
-            accumulate + every,
+            accumulate + every_n,
             "dataset_sink_mode: false (a sink runs its steps on the device, where the host "
             "cannot group them or resume inside one): set it in config.yaml",
         )

@@ -18,7 +18,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from src.scaffold.backend import devices, distributed, guards
-from src.scaffold.backend.api import EpochEnd
+from src.scaffold.backend.api import EpochEnd, TrainOptions
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
 from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
@@ -31,7 +31,6 @@ from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: 
 )
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.stepping import StepRun, default_train_step
-from src.scaffold.config import Config
 from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
 from src.scaffold.outputs import pretrained, truth
@@ -68,30 +67,30 @@ class TorchBackend:
     suffix = CHECKPOINT_SUFFIX
     scheduler_only = False
 
-    def __init__(self, cfg: Config, task: Task) -> None:
+    def __init__(self, options: TrainOptions, task: Task) -> None:
         self.importing: threading.Thread | None = None
-        self.cfg, self.step = cfg, task.step
-        self.accumulate = cfg.accumulate
+        self.options, self.step = options, task.step
+        self.accumulate = options.accumulate
         self.augment = task.augment
-        self.spec = task.model(cfg.model)
+        self.spec = task.model(options.model)
         self.input_shape = self.spec.input_shape
         place = distributed.placement()
         self.rank, self.world_size = place.rank, place.world_size
         self.local_world_size = place.local_world_size
-        self.torch_device = distributed.pick_device(cfg.device_target, place.device_index)
+        self.torch_device = distributed.pick_device(options.device_target, place.device_index)
         self.device = str(self.torch_device)
         where = f"device {place.device_index} ({self.device})"
         self.placement = f"rank {place.rank} of {place.world_size} on {where}"
         self.unseen = (
             devices.unseen(self.torch_device.type, distributed.LOOKED_FOR)
-            if cfg.device_target == "auto"
+            if options.device_target == "auto"
             else None
         )
         if self.torch_device.type == "cpu" and place.local_world_size > 1:
             # Each process would otherwise start a thread per CPU: N times oversubscribed.
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
         distributed.join(place, self.torch_device)
-        self.precision = choose(cfg.amp, self.torch_device)
+        self.precision = choose(options.amp, self.torch_device)
         self.data: dict[str, InMemory | Streamed] = {}
         self.workers = 0
 
@@ -107,16 +106,20 @@ class TorchBackend:
 
     def _build(self, shape: DataShape) -> None:
         # The same seed on every rank gives the same initial weights everywhere.
-        torch.manual_seed(self.cfg.seed)
+        torch.manual_seed(self.options.seed)
         self.net = guards.build(self.spec, shape).to(self.torch_device)
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
         if self.channels_last:
             # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
             self.net = self.net.to(memory_format=torch.channels_last)
-        self.optimizer = self.step.make_optimizer(self.net.parameters(), self.cfg.lr, self.cfg)
+        self.optimizer = self.step.make_optimizer(
+            self.net.parameters(), self.options.lr, self.options.optimizer
+        )
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.run = StepRun(self.optimizer, self.precision, self.cfg.clip_grad_norm, self.step.loss)
+        self.run = StepRun(
+            self.optimizer, self.precision, self.options.clip_grad_norm, self.step.loss
+        )
         self.scaler = self.run.scaler
         self.train_step = self.step.train_step or default_train_step
         self.model: torch.nn.Module | None = self.net
@@ -138,10 +141,10 @@ class TorchBackend:
                 for name in ("train", "val", "test")
             }
             return
-        cfg = self.cfg
+        options = self.options
         self.workers = (
-            cfg.data_num_workers
-            if cfg.data_num_workers is not None
+            options.data.num_workers
+            if options.data.num_workers is not None
             else auto_workers(self.local_world_size)
         )
         log.info("streaming the data with %d loader workers per rank", self.workers)
@@ -151,9 +154,9 @@ class TorchBackend:
                 normalise,
                 self.torch_device,
                 self.workers,
-                cfg.batch_size,
+                options.batch_size,
                 *(
-                    (self.augment, cfg.data_random_crop, cfg.data_random_flip)
+                    (self.augment, options.data.random_crop, options.data.random_flip)
                     if name == "train"
                     else ()
                 ),
@@ -333,6 +336,9 @@ class TorchBackend:
         distributed.leave()
 
 
-def create(cfg: Config, task: Task) -> TorchBackend:
+OPTIONS = TrainOptions
+
+
+def create(options: TrainOptions, task: Task) -> TorchBackend:
     """The Backend of a PyTorch run (train.py hands it to the run)."""
-    return TorchBackend(cfg, task)
+    return TorchBackend(options, task)

@@ -1,0 +1,154 @@
+"""config.yaml's sections, each a part's options (data:, schedule:, monitor:, early_stop:),
+and what the run's entry hands the parts that read places: each option declared once, as a
+field with its default, converter and help."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from src.scaffold.config.converters import (
+    boolean,
+    choice,
+    float_value,
+    floats,
+    identifier,
+    image_size,
+    integer,
+    number,
+    worker_count,
+)
+
+SWITCH = ("auto", "true", "false")
+SCHEDULES = ("constant", "step", "cosine")
+LABELS = ("classes", "values")
+MODES = ("max", "min")
+
+
+def option(
+    default: Any, convert: Callable[[str], Any], help: str, aliases: tuple[str, ...] = ()
+) -> Any:
+    """A field that is an option: its flag is --NAME, its config.yaml key NAME (in a
+    section, --SECTION_NAME and SECTION: NAME: data_format is data: format), its value read
+    by ``convert``. The one place an option is declared."""
+    return field(default=default, metadata={"convert": convert, "help": help, "aliases": aliases})
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """config.yaml's data: what the readers and the loader are asked for."""
+
+    format: str = option("auto", identifier, "auto, mnist, imagefolder, csv or yours")
+    label_column: str = option(
+        "label", str, "csv: the column holding the label", ("--label_column",)
+    )
+    labels: str = option(
+        "classes", choice(*LABELS), "classes (the label names a class) or values (a number)"
+    )
+    resize: tuple[int, ...] | None = option(
+        None, image_size, "resize images to height,width (needed for mixed sizes)", ("--resize",)
+    )
+    test_fraction: float = option(
+        0.2, number(0, 1), "share held out for the test when data has none", ("--test_fraction",)
+    )
+    num_workers: int | None = option(
+        None,
+        worker_count,
+        "loader processes: auto (from CPUs and devices) or a number",
+        ("--num_workers",),
+    )
+    in_memory: str = option(
+        "auto",
+        choice(*SWITCH),
+        "hold the data in memory: auto (if it fits), true, false",
+        ("--in_memory",),
+    )
+    mean: tuple[float, ...] = option(
+        (), floats, "per-channel mean (0-255 for images); default: computed"
+    )
+    std: tuple[float, ...] = option(
+        (), floats, "per-channel std; default: computed from the training split"
+    )
+    random_crop: int = option(
+        0, integer(0), "augmentation: pad by N pixels and crop back at random", ("--random_crop",)
+    )
+    random_flip: bool = option(
+        False, boolean, "augmentation: flip images left-right at random", ("--random_flip",)
+    )
+
+    def reader_options(self) -> dict[str, Any]:
+        """What the readers may use, by its keys."""
+        return {"label_column": self.label_column, "resize": self.resize, "labels": self.labels}
+
+
+@dataclass(frozen=True)
+class ScheduleOptions:
+    """config.yaml's schedule: the learning rate of every step (backend/schedule.py)."""
+
+    name: str = option(
+        "constant",
+        choice(*SCHEDULES),
+        "learning rate per step: constant, step or cosine",
+        ("--lr_schedule",),
+    )
+    warmup_epochs: float = option(
+        0.0,
+        number(0, with_low=True),
+        "epochs of linear warmup from 0 to lr (may be a fraction)",
+        ("--warmup_epochs",),
+    )
+    step_epochs: int = option(
+        4, integer(1), "step: multiply the lr by gamma every N epochs", ("--lr_step_epochs",)
+    )
+    gamma: float = option(
+        0.1, number(0, 1), "step: the factor applied every step_epochs", ("--lr_gamma",)
+    )
+    min_lr: float = option(
+        0.0, number(0, with_low=True), "cosine: the lr the curve ends at", ("--min_lr",)
+    )
+
+
+@dataclass(frozen=True)
+class MonitorOptions:
+    """config.yaml's monitor: the validation metric choosing the best checkpoint."""
+
+    metric: str = option("accuracy", str, "the validation metric choosing the best checkpoint")
+    mode: str = option("max", choice(*MODES), "max or min: which way the metric is better")
+
+
+@dataclass(frozen=True)
+class EarlyStopOptions:
+    """config.yaml's early_stop: stopping on the monitored metric."""
+
+    patience: int | None = option(
+        None, integer(1), "stop after N validations without a better monitored metric"
+    )
+    threshold: float | None = option(
+        None, float_value, "stop once the monitored metric reaches this"
+    )
+
+
+@dataclass(frozen=True)
+class Places:
+    """data_url and train_url as asked (a path, an obs:// URL, or auto), the pretrained
+    weights, and the options given as flags: they win over a platform job's own places."""
+
+    data_url: Path | str
+    train_url: Path | str
+    pretrained: Path | None = None
+    given: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    """The data under ``root`` (the run's data directory, resolved): the dataset to read
+    among several, each split's own directory, and how the splits are made."""
+
+    root: Path
+    dataset_name: str | None = None
+    train_dir: Path | None = None
+    test_dir: Path | None = None
+    num_classes: int | None = None
+    val_fraction: float = 0.1
+    seed: int = 0

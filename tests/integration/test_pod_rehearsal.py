@@ -139,6 +139,15 @@ def placements(tmp_path: Path, results: list[tuple[int, str, str]]) -> dict[int,
     return found
 
 
+def said(tmp_path: Path, results: list[tuple[int, str, str]]) -> str:
+    """What each pod printed last, and the logs its outputs hold: where a rank's line is."""
+    parts = []
+    for node, (_, stdout, stderr) in enumerate(results):
+        logs = sorted(str(p) for p in (tmp_path / f"pod{node}" / "app" / "output").rglob("*.log"))
+        parts.append(f"pod {node}: logs {logs}\n{stdout[-1500:]}\n{stderr[-500:]}")
+    return "\n".join(parts)
+
+
 def assert_trained_as_one(found: dict[int, tuple], world: int) -> None:
     """Ranks 0..world-1 each said their place, and all hold the same weights."""
     assert sorted(found) == list(range(world)), found
@@ -170,7 +179,9 @@ def test_pods_train_together_with_their_operators_environment(
     results = assert_all_finish(start_pods(hosts, project, tmp_path, docs, *args))
     suffix = ".pt" if framework == "pytorch" else ".ckpt"
     assert (tmp_path / "pod0" / "app" / "output" / f"lenet_epoch1{suffix}").is_file()
-    assert_trained_as_one(placements(tmp_path, results), 2 * devices)
+    found = placements(tmp_path, results)
+    assert sorted(found) == list(range(2 * devices)), said(tmp_path, results)
+    assert_trained_as_one(found, 2 * devices)
 
 
 def _expected(table, found: dict[int, tuple], pod_of_server: list[int]) -> None:

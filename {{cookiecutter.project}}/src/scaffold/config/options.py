@@ -198,7 +198,7 @@ class Config:
         """The options by name as JSON values, for the run record: as asked (auto stays
         auto), a local path made absolute, so that the record reads the same from any
         directory."""
-        values = {name: self.value(name) for name in options_of(type(self))}
+        values = dict(self.named().values)
         values.update(smoke=self.smoke, strict=self.strict, config_path=self.config_path)
         return {key: _json(value) for key, value in values.items()}
 

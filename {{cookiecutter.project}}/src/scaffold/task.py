@@ -1,8 +1,5 @@
-"""The contract between your three files and the platform floor: what @model records, what a
-model function is given (DataShape), and Task, the one object train.py gathers them into.
-
-The floor never imports src/model.py, src/data.py or src/step.py: train.py hands it a Task.
-"""
+"""The contract between your three files and the floor: what @model records, what a model
+function is given (DataShape), and Task, the one object train.py gathers them into."""
 
 from __future__ import annotations
 
@@ -17,13 +14,11 @@ from src.scaffold.errors import ConfigError
 
 # What src/step.py must define: the same three functions in both frameworks.
 STEP_FUNCTIONS = ("loss", "optimizer", "metrics")
-MODES = ("max", "min")
 
 
 @dataclass(frozen=True)
 class DataShape:
-    """One sample's input shape, (C, H, W) for images or (F,) for table rows, and the
-    number of outputs: the classes, or 1 for a numeric target (data.labels: values)."""
+    """One sample's shape, (C, H, W) or (F,), and the outputs: the classes, or 1 for values."""
 
     input: tuple[int, ...]
     num_classes: int
@@ -35,21 +30,16 @@ class ModelSpec:
 
     name: str
     build: Callable[[DataShape], Any]
-    # The input a model takes when there is no data to read it from (a --smoke run).
-    input_shape: tuple[int, ...]
-    # The output layer's name: left initialised by --pretrained with another class count.
-    head: str
-    # Where it was defined (file:line), for the lines that name it.
-    where: str
+    input_shape: tuple[int, ...]  # the input of a --smoke run (no data to read it from)
+    head: str  # the output layer: left initialised by --pretrained with other classes
+    where: str  # file:line, for the lines that name it
 
 
-# The models' names and where each is defined.
-MODEL_NAMES: dict[str, str] = {}
+MODEL_NAMES: dict[str, str] = {}  # the models' names and where each is defined
 
 
 def model(name: str, input_shape: tuple[int, ...], head: str = "") -> Callable:
-    """Mark a model function as the model ``name`` (config.yaml's model); train.py's Task
-    finds it in src/model.py. A name already taken is refused when it is marked."""
+    """Mark a model function as the model ``name``; a name already taken is refused."""
 
     def mark(build: Callable[[DataShape], Any]) -> Callable[[DataShape], Any]:
         where = claim("model", name, build, MODEL_NAMES)
@@ -85,10 +75,8 @@ class Monitor:
         return value if self.mode == "max" else -value
 
     def check(self) -> None:
-        """One line when the mode goes against a metric whose direction is known (a loss
-        is better smaller, an accuracy larger); another metric's direction is the user's."""
-        known = direction(self.metric)
-        if known is not None and known != self.mode:
+        """Refuse a mode against a metric whose direction is known (a loss, an accuracy)."""
+        if (known := direction(self.metric)) not in (None, self.mode):
             better = "smaller" if known == "min" else "larger"
             raise ConfigError(
                 f"monitor.mode {self.mode} with monitor.metric {self.metric}: a {better} "
@@ -105,11 +93,10 @@ HIGHER_BETTER = ("accuracy", "acc", "f1", "precision", "recall", "auc", "iou", "
 def direction(metric: str) -> str | None:
     """min or max for a metric whose better way is known by its name; None otherwise."""
     name = metric.lower()
-    for ending, way in ((LOWER_BETTER, "min"), (HIGHER_BETTER, "max")):
-        if name in ending or any(name.endswith(f"_{word}") for word in ending):
+    for words, way in ((LOWER_BETTER, "min"), (HIGHER_BETTER, "max")):
+        # The first word (loss, accuracy) also ends a name without "_": valloss.
+        if name in words or name.endswith((words[0], *(f"_{word}" for word in words))):
             return way
-    if name.endswith("loss") or name.endswith("accuracy"):
-        return "min" if name.endswith("loss") else "max"
     return None
 
 
@@ -126,10 +113,8 @@ class Step:
     train_step: Callable[..., Any] | None = None
 
     def optimizer_args(self, options: dict[str, Any]) -> dict[str, Any]:
-        """What src/step.py's optimizer(params, lr, ...) is given besides: each further
-        parameter the option of its name from ``options`` (momentum: config.yaml's
-        momentum), or its default; one named cfg gets them all as attributes (a step.py
-        older than this). A parameter no option names, without a default: a ConfigError."""
+        """The optimizer's further parameters from the options of their names (or their
+        defaults); one named cfg gets all the options as attributes (an older step.py)."""
         given = {}
         for name, param in list(inspect.signature(self.optimizer).parameters.items())[2:]:
             if name == "cfg":
@@ -144,14 +129,12 @@ class Step:
         return given
 
     def make_optimizer(self, params: Any, lr: Any, args: dict[str, Any]) -> Any:
-        """src/step.py's optimizer, given ``args`` (optimizer_args) after params and lr."""
         return self.optimizer(params, lr, **args)
 
 
 @dataclass(frozen=True)
 class Task:
-    """Your project as one object: the models, the readers (built-in and yours), the
-    augmentation, the training step and the metric to monitor."""
+    """Your project as one object: models, readers, augmentation, training step and monitor."""
 
     models: dict[str, ModelSpec]
     step: Step
@@ -163,8 +146,7 @@ class Task:
     def gather(
         cls, model: ModuleType, data: ModuleType, step: ModuleType, monitor: Monitor = Monitor()
     ) -> Task:
-        """The Task of your src/model.py, src/data.py and src/step.py; the run sets its
-        monitor from the config (monitor: in config.yaml)."""
+        """The Task of your src/model.py, src/data.py and src/step.py."""
         # @model and @reader refused a second place for a name when they marked it.
         models = {
             spec.name: spec
@@ -186,14 +168,11 @@ class Task:
         missing = [name for name in STEP_FUNCTIONS if not callable(getattr(step, name, None))]
         if missing:
             raise ConfigError(f"{step.__file__} lacks {', '.join(missing)}: see its docstring")
-        functions = Step(
-            *(getattr(step, name) for name in STEP_FUNCTIONS), getattr(step, "train_step", None)
-        )
+        functions = Step(*(getattr(step, name, None) for name in (*STEP_FUNCTIONS, "train_step")))
         return cls(models, functions, readers, getattr(data, "augment", augment), monitor)
 
     def model(self, name: str | None) -> ModelSpec:
-        """The model called ``name`` (None: the only one); one line naming those there are
-        otherwise."""
+        """The model called ``name`` (None: the only one)."""
         if name is None:
             if len(self.models) == 1:
                 return next(iter(self.models.values()))
@@ -206,7 +185,7 @@ class Task:
         return self.models[name]
 
     def check_metrics(self, scores: dict[str, float]) -> None:
-        """The monitored metric must be one step.metrics returns: one line otherwise."""
+        """The monitored metric must be one step.metrics returns."""
         if self.monitor.metric not in scores:
             raise ConfigError(
                 f"monitor.metric {self.monitor.metric!r} is not among the metrics src/step.py "

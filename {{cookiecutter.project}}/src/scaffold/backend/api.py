@@ -1,11 +1,5 @@
-"""What a framework provides to the shared training scaffold, and what it is given.
-
-Each framework's src/scaffold/backend/core.py has ``create(cfg, task) -> Backend``: device
-and communication set up; ``setup(splits, schedule)`` then builds the Task's model for the
-data's shape and the optimizer of the Task's step, whose learning rate follows the
-schedule. Everything else (storage, data, resume, checkpoints kept, the epoch log line,
-the run record, uploads, signals) is src/scaffold/run/'s, written once for both.
-"""
+"""What a framework's core.py gives the shared scaffold: ``create(cfg, task) -> Backend``; the
+rest of a run (storage, data, resume, logs, records, uploads) is src/scaffold/run/'s."""
 
 from __future__ import annotations
 
@@ -23,18 +17,15 @@ from src.scaffold.task import DataShape, Task
 
 
 class EpochEnd(Protocol):
-    """What a backend calls while it trains (src/scaffold/run/epochs.py); after an epoch,
-    ``stopping`` on any rank (rank 0 decides) ends the training on every rank."""
+    """What a backend calls while it trains (run/epochs.py); ``stopping``: rank 0 ends it."""
 
     stopping: bool
 
     def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
         """After every training step (1-based over the run): readers of its loss and lr."""
-        ...
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         """After each epoch: its mean train loss over the ranks and the seconds it took."""
-        ...
 
 
 class Backend(Protocol):
@@ -47,81 +38,53 @@ class Backend(Protocol):
     placement: str  # this process's place in the job: "rank 1 of 4 on device 1 (cpu)"
     unseen: str | None  # auto chose the CPU in an accelerator's image: the warning to log
     suffix: str  # the checkpoint file ending: .pt or .ckpt
-    # True for a process that only coordinates (MindSpore's msrun scheduler): it
-    # neither stages data nor trains.
-    scheduler_only: bool
+    scheduler_only: bool  # only coordinates (msrun's scheduler): stages no data, does not train
     accumulate: int  # batches a step's gradients sum over (1 where the loop has no option)
+    input_shape: tuple[int, ...]  # the chosen model's declared input (@model), for a smoke run
+    sample_metrics: dict[str, Any]  # src/step.py's metrics on the samples setup() tried
 
     def describe(self) -> dict[str, Any]:
         """Settings worth recording (amp, loop, sink mode ...)."""
-        ...
-
-    # The input shape the chosen model declares (@model), for a smoke run without data.
-    input_shape: tuple[int, ...]
-    # What src/step.py's metrics returned for the samples setup() tried the model on.
-    sample_metrics: dict[str, Any]
 
     def ahead(self) -> None:
-        """What training will need, begun in the background while the data is read (a run
-        calls it; evaluation, prediction and export do not)."""
-        ...
+        """What training will need, begun in the background while the data is read."""
 
     def setup(self, splits: Splits, schedule: Schedule) -> None:
-        """Build the model for the data's shape (splits.info), and the optimizer whose
-        learning rate follows ``schedule``; take the splits onto the device (in memory) or
-        open loaders over them (streaming)."""
-        ...
+        """Model and optimizer (lr by ``schedule``) for splits.info; the splits' data or loaders."""
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         """Train epochs first..last (1-based), calling on_epoch_end after each on every rank."""
-        ...
 
     def evaluate(self, split: str) -> dict[str, float]:
         """The mean of each metric the Task's step returns, on the "val" or "test" split."""
-        ...
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
-        """Write model and optimizer state with meta (epoch, seed; model_name, classes, data
-        shape and normalisation), atomically."""
-        ...
+        """Write model and optimizer state with meta, atomically."""
 
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        """Load what save wrote; return its meta. CheckpointError if it does not fit, naming
-        the option ``what`` that gave the path."""
-        ...
+        """Load what save wrote; return its meta. CheckpointError naming ``what`` if unfit."""
 
     def prepare(
         self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
     ) -> None:
-        """For predict.py and export.py: the model of the checkpoint at ``path`` built for
-        ``shape`` with its weights (no optimizer), in eval mode. CheckpointError if they do
-        not fit."""
-        ...
+        """The checkpoint's model (no optimizer) for ``shape``, in eval mode: predict, export."""
 
     def infer(self, inputs: np.ndarray) -> np.ndarray:
-        """The prepared model's outputs (N, outputs) as float32 for a batch of raw inputs
-        (uint8 images, float32 rows), normalised as training did, on the run's device."""
-        ...
+        """The prepared model's float32 outputs (N, outputs) for raw inputs, normalised."""
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         """Load model weights only, leaving layers in ``skip`` initialised."""
-        ...
 
     def weights_digest(self) -> str:
-        """A short hash of the model's parameters: equal on every rank of a healthy job (not
-        its buffers: BatchNorm's running statistics come from each rank's own batches)."""
-        ...
+        """A short hash of the model's parameters (not buffers): equal on every rank."""
 
     def close(self) -> None:
         """Leave the process group, if any."""
-        ...
 
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """What a backend reads of the options, by their names (Config.pick fills it): the
-    model, the device and precision, the seed, the batch and the optimizer's step, the
-    data's loading; and src/step.py's optimizer's own options (Step.optimizer_args)."""
+    """The options a backend reads, by name (Config.pick); optimizer: Step.optimizer_args."""
 
     model: str | None
     device_target: str
@@ -140,10 +103,8 @@ class Framework(Protocol):
     """A framework's src/scaffold/backend/core.py, as the entry scripts hand it over."""
 
     CHECKPOINT_SUFFIX: str
-    # The options its backend reads: TrainOptions or a subclass of the framework's own.
-    OPTIONS: type[TrainOptions]
+    OPTIONS: type[TrainOptions]  # TrainOptions or the framework's own subclass
     create: Callable[[Any, Task], Backend]
 
     def read_meta(self, path: Path, what: str = "--checkpoint") -> dict[str, Any]:
         """What a checkpoint records besides its weights: epoch, seed, model, data."""
-        ...

@@ -1,13 +1,5 @@
-"""The learning rate of every training step, the same numbers for both frameworks.
-
-config.yaml's schedule: picks the curve after an optional linear warmup:
-  constant  lr throughout;
-  step      lr x gamma every step_epochs epochs (counted from the first epoch);
-  cosine    from lr down to min_lr at the last step, half a cosine wave.
-Warmup climbs linearly over warmup_epochs: the first step trains at lr/W, step W at lr.
-Steps count from 0 over the whole run (all epochs, cut short by max_steps), so a
-resumed run continues the curve where it stopped.
-"""
+"""The learning rate of every step for both frameworks: config.yaml's schedule (constant, step,
+cosine) after a linear warmup; steps count over the whole run, so a resume continues the curve."""
 
 from __future__ import annotations
 
@@ -61,14 +53,12 @@ class Schedule:
         if self.name == "cosine":
             span = max(self.total_steps - 1 - self.warmup_steps, 1)
             progress = min(max(step - self.warmup_steps, 0) / span, 1.0)
-            return self.min_lr + (self.base - self.min_lr) * 0.5 * (
-                1 + math.cos(math.pi * progress)
-            )
+            half = (self.base - self.min_lr) * 0.5
+            return self.min_lr + half * (1 + math.cos(math.pi * progress))
         return self.base
 
     def scaled(self, base: float, step: int) -> float:
-        """The learning rate of step ``step`` for a parameter group whose own lr is ``base``
-        (the schedule's own base gives exactly lr(step))."""
+        """lr(step) for a parameter group whose own lr is ``base`` (exact for the schedule's)."""
         value = self.lr(step)
         return value if base == self.base else base * value / self.base
 

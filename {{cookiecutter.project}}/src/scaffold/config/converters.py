@@ -1,15 +1,18 @@
-"""Converters: the text of a flag or a config.yaml value to a typed value, with one clear
-line when it does not fit (argparse.ArgumentTypeError). Shared with backend/options.py."""
+"""Converters: the text of a flag, a config.yaml value (argparse.ArgumentTypeError when it does
+not fit) or an environment variable a launcher sets (ConfigError) to a typed value."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Callable
 
+from src.scaffold.errors import ConfigError
+
 DEVICE_TARGETS = ("auto", "cpu", "cuda", "npu")
-# The names OpenI, ModelArts and MindSpore use for the same targets.
-DEVICE_ALIASES = {"gpu": "cuda", "ascend": "npu"}
+DEVICE_ALIASES = {"gpu": "cuda", "ascend": "npu"}  # OpenI's, ModelArts' and MindSpore's names
+AUTO = "auto"
 
 
 def _parse(text: str, kind: type[Any], noun: str) -> Any:
@@ -20,10 +23,8 @@ def _parse(text: str, kind: type[Any], noun: str) -> Any:
 
 
 def integer(minimum: int | None = None) -> Callable[[str], int]:
-    """A whole number, at least ``minimum`` when one is given."""
-
     def convert(text: str) -> int:
-        value = int(_parse(text, int, "whole number"))
+        value = _parse(text, int, "whole number")
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{text} must be at least {minimum}")
         return value
@@ -35,11 +36,12 @@ def number(low: float, high: float | None = None, with_low: bool = False) -> Cal
     """A number above ``low`` (or equal to it, ``with_low``), and below ``high`` when given."""
 
     def convert(text: str) -> float:
-        value = float(_parse(text, float, "number"))
+        value = float_value(text)
         if (value < low if with_low else value <= low) or (high is not None and value >= high):
-            where = f"above {low:g}" if high is None else f"in ({low:g}, {high:g})"
             if with_low:
                 where = f"in [{low:g}, {high:g})" if high is not None else f"at least {low:g}"
+            else:
+                where = f"above {low:g}" if high is None else f"in ({low:g}, {high:g})"
             raise argparse.ArgumentTypeError(f"{text} must be {where}")
         return value
 
@@ -48,7 +50,7 @@ def number(low: float, high: float | None = None, with_low: bool = False) -> Cal
 
 def float_value(text: str) -> float:
     """Any number (a metric's threshold may be negative)."""
-    return float(_parse(text, float, "number"))
+    return _parse(text, float, "number")
 
 
 def choice(*allowed: str) -> Callable[[str], str]:
@@ -76,9 +78,6 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(word.strip() for word in text.split(",") if word.strip())
 
 
-AUTO = "auto"
-
-
 def location(text: str) -> Path | str:
     """A directory, an obs:// URL, or auto: where the platform puts it, if this is one."""
     if text.strip().lower() == AUTO:
@@ -97,18 +96,16 @@ def device_target_name(text: str) -> str:
 
 
 def resume_value(text: str) -> Path | str:
-    return "auto" if text.strip().lower() == "auto" else Path(text)
+    return AUTO if text.strip().lower() == AUTO else Path(text)
 
 
 def identifier(text: str) -> str:
-    """A model or data format name; checked against the Task's when the run starts (the
-    models and your readers live in your files, which the options never import)."""
+    """A model or data format name, checked against the Task's when the run starts."""
     return text.strip().lower()
 
 
 def image_size(text: str) -> tuple[int, ...]:
-    parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
-    sizes = tuple(integer(1)(p.strip()) for p in parts)
+    sizes = tuple(integer(1)(p.strip()) for p in text.replace("x", ",").split(",") if p.strip())
     if len(sizes) == 1:
         sizes = sizes * 2
     if len(sizes) != 2:
@@ -117,8 +114,24 @@ def image_size(text: str) -> tuple[int, ...]:
 
 
 def worker_count(text: str) -> int | None:
-    return None if text.strip().lower() == "auto" else integer(0)(text)
+    return None if text.strip().lower() == AUTO else integer(0)(text)
 
 
 def floats(text: str) -> tuple[float, ...]:
-    return tuple(float(_parse(word, float, "number")) for word in words(text))
+    return tuple(float_value(word) for word in words(text))
+
+
+def env_int(name: str) -> int | None:
+    """A whole number a launcher put in the environment (RANK_SIZE, DEVICE_ID...), or None."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError as err:
+        raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
+
+
+def env_first(*names: str) -> int | None:
+    """The first of ``names`` the environment sets, as a whole number; None when none is."""
+    return next((value for name in names if (value := env_int(name)) is not None), None)

@@ -1,16 +1,14 @@
-"""The options, each declared once as a field of Config with its default, converter and
-help; env_int and env_first for what the launchers put in the environment."""
+"""The options, each declared once as a field of Config with its default, converter and help."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, fields, replace
+from functools import reduce
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from src.scaffold.config.converters import (
     boolean,
-    choice,
     device_target_name,
     identifier,
     integer,
@@ -20,7 +18,6 @@ from src.scaffold.config.converters import (
     words,
 )
 from src.scaffold.config.sections import (
-    SWITCH,
     DataOptions,
     EarlyStopOptions,
     MonitorOptions,
@@ -28,8 +25,8 @@ from src.scaffold.config.sections import (
     ScheduleOptions,
     Source,
     option,
+    switch,
 )
-from src.scaffold.errors import ConfigError
 
 T = TypeVar("T")
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config.yaml"
@@ -37,20 +34,16 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config.yaml"
 
 @dataclass(frozen=True)
 class Named:
-    """A command's options by name (data_format, lr ...): their values, their declarations,
-    and the names given as flags (a flag wins over a run's record)."""
+    """A command's options by name: values, declarations, and the names given as flags."""
 
     values: dict[str, Any]
     declared: dict[str, Option]
     given: tuple[str, ...] = ()
 
 
-SECTION_TYPES = {
-    "data": DataOptions,
-    "schedule": ScheduleOptions,
-    "monitor": MonitorOptions,
-    "early_stop": EarlyStopOptions,
-}
+SECTION_TYPES = dict(
+    data=DataOptions, schedule=ScheduleOptions, monitor=MonitorOptions, early_stop=EarlyStopOptions
+)
 
 
 @dataclass(frozen=True)
@@ -84,9 +77,7 @@ class Config:
     val_fraction: float = option(
         0.1, number(0, 1), "share of the training data held out for validation"
     )
-    amp: str = option(
-        "auto", choice(*SWITCH), "mixed precision: auto (on for accelerators), true, false"
-    )
+    amp: str = option("auto", switch, "mixed precision: auto (on for accelerators), true, false")
     resume: Path | str | None = option(
         None, resume_value, "checkpoint to continue from, or auto: the newest in train_url"
     )
@@ -107,14 +98,12 @@ class Config:
     checkpoint_every: int | None = option(
         None, integer(1), "a checkpoint every N optimizer steps, resumed from inside its epoch"
     )
-    # The optimizer step: the gradients of `accumulate` batches, clipped (src/step.py's).
     accumulate: int = option(
         1, integer(1), "batches whose gradients make one optimizer step (the schedule counts steps)"
     )
     clip_grad_norm: float | None = option(
         None, number(0), "clip the gradients' global norm to this before each optimizer step"
     )
-    # The model (src/model.py).
     model: str | None = option(
         None,
         identifier,
@@ -125,7 +114,6 @@ class Config:
     schedule: ScheduleOptions = field(default_factory=ScheduleOptions)
     monitor: MonitorOptions = field(default_factory=MonitorOptions)
     early_stop: EarlyStopOptions = field(default_factory=EarlyStopOptions)
-    # Watching a run: progress and train loss every log_every steps; TensorBoard files.
     log_every: int = option(50, integer(1), "progress line and train loss every N steps")
     tensorboard: bool = option(
         True, boolean, "write TensorBoard event files (--no_tensorboard: off)"
@@ -137,106 +125,54 @@ class Config:
     smoke: bool = False
     strict: bool = False  # a failed host check stops the run (src/scaffold/run/hostline.py)
     config_path: Path = DEFAULT_CONFIG
-    # Names of the arguments a platform added (platform_args.py), accepted and not used.
-    ignored_args: tuple[str, ...] = ()
-    # The options given as flags: they win over what a platform's environment says.
-    given: tuple[str, ...] = ()
+    ignored_args: tuple[str, ...] = ()  # the platform's arguments (platform_args.py), unused
+    given: tuple[str, ...] = ()  # the options given as flags: they win over a platform's
 
     def places(self) -> Places:
-        """Where the data is and the outputs go, as asked (storage/where.py resolves them)."""
-        return Places(self.data_url, self.train_url, self.pretrained, self.given)
+        return self.pick(Places)
 
     def source(self, root: Path) -> Source:
-        """What picks and splits the data under ``root`` (the run's data directory)."""
-        return Source(
-            root,
-            self.dataset_name,
-            self.train_dir,
-            self.test_dir,
-            self.num_classes,
-            self.val_fraction,
-            self.seed,
-        )
+        return self.pick(Source, root=root)
 
     def pick(self, kind: type[T], **more: Any) -> T:
-        """A ``kind`` (a part's options, a dataclass) filled from the options of its fields'
-        names (a section whole: data), ``more`` besides."""
-        return kind(
-            **{f.name: getattr(self, f.name) for f in fields(kind) if f.name not in more}, **more
-        )
+        """A ``kind`` (a dataclass) filled from the options of its fields' names, and ``more``."""
+        filled = {f.name: getattr(self, f.name) for f in fields(kind) if f.name not in more}
+        return kind(**filled, **more)
 
     def smoke_sizes(self, world_size: int, steps: int = 2) -> tuple[int, int] | None:
-        """--smoke: the random training split's samples (``steps`` steps of every rank) and
-        the others'; None for a run on the data."""
+        """--smoke: the sizes of the random training split and of the others; else None."""
         return (steps * self.batch_size * world_size, self.batch_size) if self.smoke else None
 
     def named(self) -> Named:
-        """The options by name, with their declarations and those given as flags."""
         declared = options_of(type(self))
-        return Named({name: self.value(name) for name in declared}, declared, self.given)
-
-    def value(self, name: str) -> Any:
-        """Option ``name``'s value (data_format: self.data.format)."""
-        section, key = _place(name)
-        return getattr(getattr(self, section), key) if section else getattr(self, key)
+        # An option's value by its key: data.format is self.data.format.
+        values = {name: reduce(getattr, o.key.split("."), self) for name, o in declared.items()}
+        return Named(values, declared, self.given)
 
     def with_options(self, **values: Any) -> Config:
         """A copy with the options named as their flags are (data_format=...) set."""
+        declared = options_of(type(self))
         top: dict[str, Any] = {}
-        parts: dict[str, dict[str, Any]] = {}
         for name, value in values.items():
-            section, key = _place(name)
+            # ("data", "format") for data_format; ("", "lr") for lr, or a name no option has.
+            section, _, key = (declared[name].key if name in declared else name).rpartition(".")
             if section:
-                parts.setdefault(section, {})[key] = value
+                top[section] = replace(top.get(section, getattr(self, section)), **{key: value})
             else:
                 top[key] = value
-        for section, changes in parts.items():
-            top[section] = replace(getattr(self, section), **changes)
         return replace(self, **top)
 
     def hparams(self) -> dict[str, Any]:
-        """The options by name as JSON values, for the run record: as asked (auto stays
-        auto), a local path made absolute, so that the record reads the same from any
-        directory."""
+        """The options as JSON values for the run record, as asked; a local path made absolute."""
         values = dict(self.named().values)
         values.update(smoke=self.smoke, strict=self.strict, config_path=self.config_path)
         return {key: _json(value) for key, value in values.items()}
-
-
-def _place(name: str) -> tuple[str, str]:
-    """(section, key) of option ``name``: ("data", "format") for data_format, ("", "lr")."""
-    for section, kind in SECTION_TYPES.items():
-        key = name[len(section) + 1 :]
-        if name.startswith(f"{section}_") and key in {f.name for f in fields(kind)}:
-            return section, key
-    return "", name
 
 
 def _json(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value.absolute())
     return list(value) if isinstance(value, tuple) else value
-
-
-def env_int(name: str) -> int | None:
-    """A whole number a launcher put in the environment (RANK_SIZE, DEVICE_ID...), or None."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError as err:
-        raise ConfigError(f"environment variable {name}={value!r} is not a whole number") from err
-
-
-def env_first(*names: str) -> int | None:
-    """The first of ``names`` the environment sets, as a whole number; None when none is.
-    DEVICE_ID before ASCEND_DEVICE_ID: OpenI's NPU jobs and CANN's samples set the latter."""
-    for name in names:
-        value = env_int(name)
-        if value is not None:
-            return value
-    return None
 
 
 @dataclass(frozen=True)
@@ -246,13 +182,11 @@ class Option:
     convert: Callable[[str], Any]
     help: str
     aliases: tuple[str, ...] = ()
-    # Its key in config.yaml: data.format for data_format, else its name.
-    key: str = ""
+    key: str = ""  # in config.yaml: data.format for data_format, else the name
 
 
 def options_of(config_class: type[Config]) -> dict[str, Option]:
-    """Every option of ``config_class`` (a Config or a framework's subclass), by name: a
-    section's as data_format (key data.format)."""
+    """Every option of ``config_class`` by name (a section's as data_format, key data.format)."""
     found: dict[str, Option] = {}
     for f in fields(config_class):
         kind = SECTION_TYPES.get(f.name)

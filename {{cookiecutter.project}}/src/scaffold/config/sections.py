@@ -1,6 +1,5 @@
-"""config.yaml's sections, each a part's options (data:, schedule:, monitor:, early_stop:),
-and what the run's entry hands the parts that read places: each option declared once, as a
-field with its default, converter and help."""
+"""config.yaml's sections (data:, schedule:, monitor:, early_stop:), each a part's options,
+and what the run's entry hands the parts that read places (Places, Source)."""
 
 from __future__ import annotations
 
@@ -21,17 +20,14 @@ from src.scaffold.config.converters import (
 )
 
 SWITCH = ("auto", "true", "false")
-SCHEDULES = ("constant", "step", "cosine")
+switch = choice(*SWITCH)  # auto, true or false
 LABELS = ("classes", "values")
-MODES = ("max", "min")
 
 
 def option(
     default: Any, convert: Callable[[str], Any], help: str, aliases: tuple[str, ...] = ()
 ) -> Any:
-    """A field that is an option: its flag is --NAME, its config.yaml key NAME (in a
-    section, --SECTION_NAME and SECTION: NAME: data_format is data: format), its value read
-    by ``convert``. The one place an option is declared."""
+    """The one declaration of an option: flag --NAME, config.yaml key NAME, read by ``convert``."""
     return field(default=default, metadata={"convert": convert, "help": help, "aliases": aliases})
 
 
@@ -59,10 +55,7 @@ class DataOptions:
         ("--num_workers",),
     )
     in_memory: str = option(
-        "auto",
-        choice(*SWITCH),
-        "hold the data in memory: auto (if it fits), true, false",
-        ("--in_memory",),
+        "auto", switch, "hold the data in memory: auto (if it fits), true, false", ("--in_memory",)
     )
     mean: tuple[float, ...] = option(
         (), floats, "per-channel mean (0-255 for images); default: computed"
@@ -78,7 +71,6 @@ class DataOptions:
     )
 
     def reader_options(self) -> dict[str, Any]:
-        """What the readers may use, by its keys."""
         return {"label_column": self.label_column, "resize": self.resize, "labels": self.labels}
 
 
@@ -88,7 +80,7 @@ class ScheduleOptions:
 
     name: str = option(
         "constant",
-        choice(*SCHEDULES),
+        choice("constant", "step", "cosine"),
         "learning rate per step: constant, step or cosine",
         ("--lr_schedule",),
     )
@@ -114,7 +106,7 @@ class MonitorOptions:
     """config.yaml's monitor: the validation metric choosing the best checkpoint."""
 
     metric: str = option("accuracy", str, "the validation metric choosing the best checkpoint")
-    mode: str = option("max", choice(*MODES), "max or min: which way the metric is better")
+    mode: str = option("max", choice("max", "min"), "max or min: which way the metric is better")
 
 
 @dataclass(frozen=True)
@@ -131,19 +123,17 @@ class EarlyStopOptions:
 
 @dataclass(frozen=True)
 class Places:
-    """data_url and train_url as asked (a path, an obs:// URL, or auto), the pretrained
-    weights, and the options given as flags: they win over a platform job's own places."""
+    """The places as asked (a path, an obs:// URL or auto), resolved by storage/where.py."""
 
     data_url: Path | str
     train_url: Path | str
     pretrained: Path | None = None
-    given: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()  # the options given as flags: they win over a platform's
 
 
 @dataclass(frozen=True)
 class Source:
-    """The data under ``root`` (the run's data directory, resolved): the dataset to read
-    among several, each split's own directory, and how the splits are made."""
+    """The data under ``root`` (the run's data directory) and how to pick and split it."""
 
     root: Path
     dataset_name: str | None = None

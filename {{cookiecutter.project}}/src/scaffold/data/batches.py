@@ -1,11 +1,4 @@
-"""Whole batches read from disk ahead of the step, by loader processes, in order.
-
-A batch is one task: its samples decoded (split.load), augmented and stacked (uint8
-images, float32 rows) in a worker process, sent back whole, normalised by the caller.
-One task a batch, not a sample: a framework's per-sample Python call (a sampler, a
-queue, the interpreter lock of the process that trains) is paid once for the batch.
-At most ``2 x workers`` batches wait decoded: memory stays bounded whatever the epoch.
-"""
+"""Whole batches decoded ahead of the step by loader processes, at most 2 x workers waiting."""
 
 from __future__ import annotations
 
@@ -15,6 +8,7 @@ import signal
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
 from typing import Callable, Iterable, Iterator, Tuple
 
 import numpy as np
@@ -26,8 +20,7 @@ Batch = Tuple[np.ndarray, np.ndarray]
 
 
 class BatchReader:
-    """Reads the samples of one batch of a split: sample i of ``epoch`` augmented with
-    draws from (seed, epoch, i), the same whatever the workers and after a resume."""
+    """One batch of a split; sample i augmented by draws from (seed, epoch, i), so reproducible."""
 
     def __init__(
         self,
@@ -37,22 +30,18 @@ class BatchReader:
         crop: int = 0,
         flip: bool = False,
     ) -> None:
-        self.split, self.labels = split, labels
+        self.split, self.labels, self.crop, self.flip = split, labels, crop, flip
         self.augment = augment if augment is not None and (crop or flip) else None
-        self.crop, self.flip = crop, flip
 
     def __call__(self, seed: int, epoch: int, indices: np.ndarray) -> Batch:
         samples = [self.split.load(int(i)) for i in indices]
         if self.augment is not None:
-            samples = [
-                self.augment(s, np.random.default_rng([seed, epoch, int(i)]), self.crop, self.flip)
-                for s, i in zip(samples, indices)
-            ]
+            draws = (np.random.default_rng([seed, epoch, int(i)]) for i in indices)
+            samples = [self.augment(s, rng, self.crop, self.flip) for s, rng in zip(samples, draws)]
         return np.stack(samples), self.labels[indices]
 
 
-# This worker process's readers, by split, set once when it starts (not sent per batch).
-_readers: dict[str, BatchReader] = {}
+_readers: dict[str, BatchReader] = {}  # this worker's, by split, set when it starts
 
 
 def _start_worker(readers: dict[str, BatchReader]) -> None:
@@ -66,8 +55,7 @@ def _read(name: str, seed: int, epoch: int, indices: np.ndarray) -> Batch:
 
 
 class Prefetcher:
-    """Batches of the named splits in the order asked for, read by ``workers`` processes
-    started at the first batch (none: read in this process)."""
+    """Batches in the order asked, by ``workers`` processes (0: in this one) started lazily."""
 
     def __init__(self, readers: dict[str, BatchReader], workers: int) -> None:
         self.readers, self.workers = readers, workers
@@ -78,48 +66,31 @@ class Prefetcher:
     ) -> Iterator[Batch]:
         """Each batch of ``plan`` (sample indices of split ``name``, an array a batch)."""
         if not self.workers:
-            for indices in plan:
-                yield self.readers[name](seed, epoch, indices)
+            yield from (self.readers[name](seed, epoch, indices) for indices in plan)
             return
         if self.pool is None:
-            # fork, as PyTorch's DataLoader: the workers start without importing anything.
+            fork = multiprocessing.get_context("fork")  # as PyTorch's DataLoader: no imports
             self.pool = ProcessPoolExecutor(
-                self.workers,
-                multiprocessing.get_context("fork"),
-                initializer=_start_worker,
-                initargs=(self.readers,),
+                self.workers, fork, initializer=_start_worker, initargs=(self.readers,)
             )
-            # Stopped before the interpreter tears its modules down, whatever the exit.
-            atexit.register(self.close)
+            atexit.register(self.close)  # stopped before modules are torn down, whatever the exit
+        pool, todo = self.pool, iter(plan)
         try:
-            yield from self._ahead(self.pool, name, plan, epoch, seed)
+            waiting: deque[Future] = deque(
+                pool.submit(_read, name, seed, epoch, i) for i in islice(todo, 2 * self.workers)
+            )
+            while waiting:
+                batch = waiting.popleft().result()
+                following = next(todo, None)
+                if following is not None:
+                    waiting.append(pool.submit(_read, name, seed, epoch, following))
+                yield batch
         except BrokenProcessPool:
             self.close()
             raise DatasetError(
                 "a loader process died (killed, or out of memory): lower data.num_workers "
                 "or the batch size"
             ) from None
-
-    def _ahead(
-        self,
-        pool: ProcessPoolExecutor,
-        name: str,
-        plan: Iterable[np.ndarray],
-        epoch: int,
-        seed: int,
-    ) -> Iterator[Batch]:
-        todo = iter(plan)
-        waiting: deque[Future] = deque()
-        for indices in todo:
-            waiting.append(pool.submit(_read, name, seed, epoch, indices))
-            if len(waiting) >= 2 * self.workers:
-                break
-        while waiting:
-            batch = waiting.popleft().result()
-            following = next(todo, None)
-            if following is not None:
-                waiting.append(pool.submit(_read, name, seed, epoch, following))
-            yield batch
 
     def close(self) -> None:
         if self.pool is not None:

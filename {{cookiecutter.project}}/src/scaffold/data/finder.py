@@ -1,8 +1,4 @@
-"""Find the dataset wherever a platform or a user put it: one dataset among several, and
-archives, which are unpacked next to themselves once per node; then read it with the
-reader of its format (a built-in one, or yours from the Task) into train, validation and
-test splits.
-"""
+"""Find the dataset wherever a platform or user put it; read it into train, val, test splits."""
 
 from __future__ import annotations
 
@@ -19,18 +15,14 @@ from src.scaffold.errors import DatasetError
 from src.scaffold.storage.archives import archive_stem, unpack
 
 log = logging.getLogger(__name__)
-# Statistics for normalisation come from up to this many training samples.
-STATS_SAMPLES = 4096
-# Data decoded to at most this size is held in memory (data.in_memory: auto).
-IN_MEMORY_BYTES = 2 << 30
+STATS_SAMPLES = 4096  # normalisation statistics come from up to this many training samples
+IN_MEMORY_BYTES = 2 << 30  # data.in_memory auto: held in memory up to this size decoded
 
 
 def _entries(root: Path) -> dict[str, Path]:
     """The datasets a directory offers, by name: folders, and archives not unpacked yet."""
     found: dict[str, Path] = {}
-    for path in sorted(root.iterdir()):
-        if path.name.startswith("."):
-            continue
+    for path in sorted(p for p in root.iterdir() if not p.name.startswith(".")):
         stem = archive_stem(path) if path.is_file() else None
         if path.is_dir():
             found[path.name] = path
@@ -40,11 +32,10 @@ def _entries(root: Path) -> dict[str, Path]:
 
 
 def select(root: Path, name: str | None, fmt: str, readers: Readers) -> Path:
-    """The dataset directory under root: --dataset_name, root itself when it holds data of
-    the format, else the only dataset there; archives are unpacked on the way."""
+    """The dataset under root: --dataset_name, root itself, else the only one (unpacked)."""
     if not root.is_dir():
         raise DatasetError(f"dataset directory {root} does not exist")
-    entries = _entries(root)
+    entries, wanted = _entries(root), looked_for(readers, fmt)
     if name is not None:
         if name not in entries:
             there = ", ".join(entries) or "nothing"
@@ -55,28 +46,21 @@ def select(root: Path, name: str | None, fmt: str, readers: Readers) -> Path:
     elif len(entries) == 1:
         chosen = next(iter(entries.values()))
     elif not entries:
-        raise DatasetError(
-            f"dataset directory {root} is empty; looked for {looked_for(readers, fmt)}"
-        )
-    elif set(entries) <= set(SPLITS):
-        # train/ and test/ are one dataset's splits, not several datasets.
-        raise DatasetError(
-            f"no data in {root} ({', '.join(entries)}): looked for {looked_for(readers, fmt)}"
-        )
+        raise DatasetError(f"dataset directory {root} is empty; looked for {wanted}")
+    elif set(entries) <= set(SPLITS):  # train/ and test/: one dataset's splits
+        raise DatasetError(f"no data in {root} ({', '.join(entries)}): looked for {wanted}")
     else:
         raise DatasetError(
             f"{root} holds several datasets ({', '.join(entries)}) and none of them is "
-            f"{looked_for(readers, fmt)}: choose one with --dataset_name"
+            f"{wanted}: choose one with --dataset_name"
         )
     return unpack(chosen) if chosen.is_file() else chosen
 
 
 def _read(directory: Path, data: DataOptions, readers: Readers) -> tuple[str, dict[str, Split]]:
-    """The format and the splits of a dataset directory, by the reader of its format."""
     found = detect(readers, directory, data.format, data.reader_options())
     if found is None:
-        wanted = looked_for(readers, data.format)
-        raise DatasetError(f"no data in {directory}: looked for {wanted}")
+        raise DatasetError(f"no data in {directory}: looked for {looked_for(readers, data.format)}")
     reader, why = found
     log.info("data: %s format in %s: %s", reader.name, directory, why)
     return reader.name, reader.read(directory)
@@ -96,15 +80,10 @@ def _same_classes(splits: dict[str, Split]) -> None:
         if split.classes and train.classes and split.classes != train.classes:
             lacks = sorted(set(train.classes) - set(split.classes))
             extra = sorted(set(split.classes) - set(train.classes))
-            detail = "; ".join(
-                part
-                for part in (
-                    f"{name} lacks {', '.join(lacks[:5])}" if lacks else "",
-                    f"{name} has {', '.join(extra[:5])} that train has not" if extra else "",
-                )
-                if part
-            )
-            raise DatasetError(f"train and {name} splits have different classes: {detail}")
+            parts = [f"{name} lacks {', '.join(lacks[:5])}"] if lacks else []
+            parts += [f"{name} has {', '.join(extra[:5])} that train has not"] if extra else []
+            why = "; ".join(parts)
+            raise DatasetError(f"train and {name} splits have different classes: {why}")
         if split.shape != train.shape:
             raise DatasetError(
                 f"train and {name} samples differ in shape: {train.shape} and {split.shape}"
@@ -112,8 +91,7 @@ def _same_classes(splits: dict[str, Split]) -> None:
 
 
 def load(data: DataOptions, source: Source, readers: Readers) -> tuple[str, dict[str, Split]]:
-    """The format, and the splits train, test and maybe val; --traindata/--testdata
-    (train_dir, test_dir) win. Data that comes unsplit is split by test_fraction, seeded."""
+    """The format, and splits train, test (held out if missing), maybe val; --traindata wins."""
     if source.train_dir and source.test_dir:
         fmt, train = _part(source.train_dir, data, readers, "train")
         found = {"train": train, "test": _part(source.test_dir, data, readers, "test")[1]}
@@ -134,8 +112,7 @@ def load(data: DataOptions, source: Source, readers: Readers) -> tuple[str, dict
 
 
 def num_classes(found: dict[str, Split], configured: int | None) -> int:
-    """The classes the model predicts: the data's (named classes, else the largest label
-    + 1), or num_classes from the config when it is set (it may only be larger)."""
+    """The data's classes (names, else largest label + 1), or config's num_classes (not fewer)."""
     train = found["train"]
     if train.numeric:
         return configured or 1  # the model predicts one value (or as many as asked)
@@ -148,9 +125,8 @@ def num_classes(found: dict[str, Split], configured: int | None) -> int:
             "(a number to predict instead: data: labels: values)"
         )
     labels = max(int(split.labels.max()) for split in found.values() if len(split))
-    counted = max(len(names), labels + 1)
     if configured is None:
-        return counted
+        return max(len(names), labels + 1)
     if configured < labels + 1:
         raise DatasetError(
             f"the data holds label {labels}, but num_classes is {configured}: raise it or "
@@ -171,33 +147,6 @@ def _in_memory(data: DataOptions, found: dict[str, Split]) -> tuple[bool, str]:
     return True, f"{size / 2**20:.1f} MB decoded"
 
 
-def _smoke(
-    data: DataOptions,
-    source: Source,
-    readers: Readers,
-    declared: tuple[int, ...],
-    smoke: tuple[int, int],
-) -> Splits:
-    """Random data of the configured data's shape, or of the model's declared input shape
-    when there is no data here: every part of a run, in seconds. ``smoke``: (samples of
-    the training split, of the others)."""
-    try:
-        found = load(data, source, readers)[1]
-        shape, classes = found["train"].shape, num_classes(found, source.num_classes)
-        said = "the data's shape"
-    except DatasetError:
-        shape, classes = declared, source.num_classes or 10
-        said = "the model's declared input shape (no data found)"
-    log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
-    count, few = smoke
-    splits = [
-        synthetic(n, shape, classes, source.seed + i) for i, n in enumerate((count, few, few))
-    ]
-    mean, std = statistics(splits[0], STATS_SAMPLES, source.seed)
-    info = DataInfo("synthetic", shape, classes, (), mean, std, True)
-    return Splits(*splits, info)
-
-
 def splits(
     data: DataOptions,
     source: Source,
@@ -205,50 +154,45 @@ def splits(
     declared: tuple[int, ...] = (1, 28, 28),
     smoke: tuple[int, int] | None = None,
 ) -> Splits:
-    """Train, validation and test splits of ``source`` read as ``data`` says, with what is
-    known of them; random ones for --smoke (``smoke``: the training split's samples and the
-    others'). ``declared`` is the model's input shape, for a smoke run without data."""
+    """Train, val and test splits of ``source`` and what is known of them; for --smoke random
+    ones (``smoke``: train's samples, the others') of the data's shape, else ``declared``."""
     if smoke is not None:
-        return _smoke(data, source, readers, declared, smoke)
+        try:
+            found = load(data, source, readers)[1]
+            shape, classes = found["train"].shape, num_classes(found, source.num_classes)
+            said = "the data's shape"
+        except DatasetError:
+            shape, classes = declared, source.num_classes or 10
+            said = "the model's declared input shape (no data found)"
+        log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
+        sizes = (smoke[0], smoke[1], smoke[1])
+        made = [synthetic(n, shape, classes, source.seed + i) for i, n in enumerate(sizes)]
+        mean, std = statistics(made[0], STATS_SAMPLES, source.seed)
+        return Splits(*made, DataInfo("synthetic", shape, classes, (), mean, std, True))
     fmt, found = load(data, source, readers)
     classes = num_classes(found, source.num_classes)
-    train = found["train"]
-    if "val" in found:
-        val = found["val"]
-    else:
+    train, val, test = found["train"], found.get("val"), found["test"]
+    if val is None:
         train, val = hold_out(train, source.val_fraction, source.seed)
     memory, why = _in_memory(data, found)
     if memory:
-        train, val = train.materialised(), val.materialised()
-    test = found["test"].materialised() if memory else found["test"]
+        train, val, test = train.materialised(), val.materialised(), test.materialised()
     mean, std = data.mean, data.std
     if not (mean and std):
         computed = statistics(train, STATS_SAMPLES, source.seed)
         mean, std = mean or computed[0], std or computed[1]
-    # Per channel for images (C, H, W), per feature for rows (F,): the first axis either way.
-    channels = train.shape[0]
+    channels = train.shape[0]  # per channel (C, H, W) or per feature (F,): the first axis
     for name, values in (("data.mean", mean), ("data.std", std)):
         if len(values) not in (1, channels):
             raise DatasetError(f"{name} has {len(values)} values; the data has {channels}")
-    info = DataInfo(
-        fmt,
-        train.shape,
-        classes,
-        train.classes,
-        mean,
-        std,
-        memory,
+    inputs = dict(  # how predict.py reads inputs as the run did
         features=train.features,
         label_column=data.label_column if train.features else None,
         resize=data.resize if len(train.shape) == 3 else None,
         numeric=train.numeric,
     )
-    log.info(
-        "data: %d samples of %s, %d classes; %s (%s)",
-        len(train) + len(val) + len(test),
-        "x".join(map(str, train.shape)),
-        classes,
-        "held in memory" if memory else "streamed from disk",
-        why,
-    )
+    info = DataInfo(fmt, train.shape, classes, train.classes, mean, std, memory, **inputs)
+    count, shape = len(train) + len(val) + len(test), "x".join(map(str, train.shape))
+    held = "held in memory" if memory else "streamed from disk"
+    log.info("data: %d samples of %s, %d classes; %s (%s)", count, shape, classes, held, why)
     return Splits(train, val, test, info)

@@ -1,5 +1,4 @@
-"""What a reader is: the Reader base class, @reader, and where a dataset's splits lie; and
-names claimed once (a reader's by @reader, a model's by @model), with their places."""
+"""What a reader is (Reader, @reader, where splits lie); names claimed once, with their places."""
 
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ class Reader:
     """A data format: ``found`` says why a directory holds it, ``read`` returns its splits."""
 
     name: ClassVar[str]
-    # What the reader looks for, for the line shown when no format matches.
-    looks_for: ClassVar[str]
+    looks_for: ClassVar[str]  # for the line shown when no format matches
 
     def __init__(self, options: dict[str, object]) -> None:
-        # The data: section of the config (label_column, resize ...).
-        self.options = options
+        self.options = options  # the data: section of the config (label_column, resize ...)
 
     def found(self, directory: Path) -> str | None:
         """Why ``directory`` holds data in this format (one short phrase), else None."""
@@ -46,24 +43,19 @@ def place(obj: Any) -> str:
 
 
 def claim(kind: str, name: str, obj: Any, claimed: dict[str, str]) -> str:
-    """Record that ``obj`` is the ``kind`` called ``name`` and return its place; a second
-    place claiming the name is refused with one line naming both (the same place again, a
-    module imported twice, is not a second claim)."""
+    """Record ``obj`` as ``kind`` ``name`` and return its place; another place for it is refused."""
     where = place(obj)
-    if claimed.setdefault(name, where) != where:
-        raise ConfigError(
-            f"two {kind}s are called {name!r}: {claimed[name]} and {where}; rename one"
-        )
+    taken = claimed.setdefault(name, where)
+    if taken != where:
+        raise ConfigError(f"two {kind}s are called {name!r}: {taken} and {where}; rename one")
     return where
 
 
-# The readers' names and where each is defined: built-in ones, then yours.
-READER_NAMES: dict[str, str] = {}
+READER_NAMES: dict[str, str] = {}  # each reader's place: built-in ones, then yours
 
 
 def reader(name: str):
-    """Mark a Reader subclass as the format ``name`` (the value of data.format); a name
-    already taken (a built-in one, or another of yours) is refused when it is marked."""
+    """Mark a Reader subclass as the format ``name`` (data.format); a name taken is refused."""
 
     def mark(cls: type) -> type:
         claim("reader", name, cls, READER_NAMES)

@@ -1,9 +1,4 @@
-"""MNIST's idx files, read with numpy alone (plain or .gz), in every layout platforms use.
-
-A dataset directory holds the four idx files (each .gz or not) flat, under
-train/ and test/, or under MNIST/raw/ of either (torchvision's download, OpenI's
-PyTorch sample), possibly inside one more folder (an archive's top directory).
-"""
+"""MNIST's idx files (plain or .gz) read with numpy alone, in every layout platforms use."""
 
 from __future__ import annotations
 
@@ -21,26 +16,21 @@ FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 EXPECTED = ", ".join(name for pair in FILES.values() for name in pair) + " (each may end in .gz)"
-# Where the files may sit inside a dataset directory, shallowest first.
-LAYOUTS = ("", "train", "test", "MNIST/raw", "train/MNIST/raw", "test/MNIST/raw")
+LAYOUTS = ("", "train", "test", "MNIST/raw", "train/MNIST/raw", "test/MNIST/raw")  # shallow first
 MAX_DEPTH = 5
-UBYTE = 0x08
 
 
 def read_idx(path: Path) -> np.ndarray:
     """An idx file of unsigned bytes as an array of the shape its header gives."""
     try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as stream:
-            # A bytearray, so that the arrays built on it are writable.
-            data = bytearray(stream.read())
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as stream:
+            data = bytearray(stream.read())  # so that the arrays built on it are writable
     except (OSError, EOFError, zlib.error) as err:
         raise DatasetError(f"cannot read {path}: {err}") from err
-    # Magic number: two zero bytes, the element type, the number of dimensions.
-    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != UBYTE or data[3] == 0:
+    # Magic number: two zero bytes, the element type (0x08: unsigned byte), the dimensions.
+    if len(data) < 4 or data[:3] != b"\x00\x00\x08" or data[3] == 0:
         raise DatasetError(f"{path} is not an idx file of unsigned bytes (bad magic number)")
-    ndim = data[3]
-    header = 4 + 4 * ndim
+    ndim, header = data[3], 4 + 4 * data[3]
     if len(data) < header:
         raise DatasetError(f"{path} is truncated: the header is incomplete")
     shape = tuple(int(n) for n in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
@@ -54,8 +44,7 @@ def read_idx(path: Path) -> np.ndarray:
 
 
 def read_split(image_path: Path, label_path: Path) -> Split:
-    """A split from its image and label files, checked against each other: images as
-    uint8 (N, 1, H, W)."""
+    """A split from its image and label files, checked against each other: uint8 (N, 1, H, W)."""
     images, labels = read_idx(image_path), read_idx(label_path)
     if images.ndim != 3:
         raise DatasetError(f"{image_path} holds {images.ndim}-d data, not images (N, H, W)")
@@ -79,10 +68,9 @@ def idx_found(directory: Path, split: str = "train") -> str | None:
 
 def find_file(directory: Path, name: str) -> Path:
     """``name`` or ``name.gz`` in a known layout of directory, else the shallowest copy."""
-    for layout in LAYOUTS:
-        for candidate in (directory / layout / name, directory / layout / f"{name}.gz"):
-            if candidate.is_file():
-                return candidate
+    for candidate in (directory / layout / n for layout in LAYOUTS for n in (name, f"{name}.gz")):
+        if candidate.is_file():
+            return candidate
     level = [directory]
     for _ in range(MAX_DEPTH):
         found = sorted(p for d in level for p in (d / name, d / f"{name}.gz") if p.is_file())

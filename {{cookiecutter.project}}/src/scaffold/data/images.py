@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any, Callable
 
 import numpy as np
 
@@ -19,10 +18,6 @@ def _class_folders(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def _holds_images(folder: Path) -> bool:
-    return any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.iterdir())
-
-
 @reader("imagefolder")
 class ImageFolderReader(Reader):
     looks_for = "an image folder (train/ and test/ of class folders of .png/.jpg, or class folders)"
@@ -30,15 +25,12 @@ class ImageFolderReader(Reader):
     def _roots(self, directory: Path) -> dict[str, Path]:
         directory = unwrap(directory)
         named = {s: directory / s for s in SPLITS if (directory / s).is_dir()}
-        if "train" in named:
-            return named
-        return {"all": directory}
+        return named if "train" in named else {"all": directory}
 
     def found(self, directory: Path) -> str | None:
         roots = self._roots(directory)
-        first = next(iter(roots.values()))
-        classes = _class_folders(first)
-        if not classes or not any(_holds_images(c) for c in classes):
+        classes = _class_folders(next(iter(roots.values())))
+        if not any(p.suffix.lower() in IMAGE_SUFFIXES for c in classes for p in c.iterdir()):
             return None
         parts = "/, ".join(roots) + "/" if "all" not in roots else "one folder"
         return f"{len(classes)} class folders of images in {parts}"
@@ -50,9 +42,7 @@ class ImageFolderReader(Reader):
 
 
 def folder_listing(root: Path) -> tuple[list[Path], list[int], tuple[str, ...]]:
-    """Every image under root's class folders, in name order (class folders, then files),
-    with its class index, and the class names: the order MindSpore's ImageFolderDataset
-    lists them in too."""
+    """Images under root's class folders, their labels and the classes, as MindSpore orders them."""
     files: list[Path] = []
     labels: list[int] = []
     classes = _class_folders(root)
@@ -66,8 +56,8 @@ def folder_listing(root: Path) -> tuple[list[Path], list[int], tuple[str, ...]]:
             if path.suffix.lower() not in IMAGE_SUFFIXES:
                 kinds = ", ".join(IMAGE_SUFFIXES)
                 raise DatasetError(f"{path} is not an image ({kinds}); move it out of {folder}")
-            files.append(path)
-            labels.append(label)
+        files += entries
+        labels += [label] * len(entries)
     return files, labels, tuple(c.name for c in classes)
 
 
@@ -78,14 +68,15 @@ def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
     files, labels, classes = folder_listing(root)
     sizes: dict[tuple[int, int], Path] = {}
     modes = set()
-    # Whether every file is a .png of 8-bit pixels stored in the mode Pillow reads it in.
-    plain_png = True
+    plain_png = True  # every file a .png of 8-bit pixels stored in the mode Pillow reads
     for path in files:
         try:
             with Image.open(path) as image:
                 sizes.setdefault(image.size, path)
                 modes.add(image.mode)
-                plain_png = plain_png and _plain_png(path, image)
+                stored = image.tile[0][3] if image.tile else None  # as stored: no palette, alpha...
+                plain = image.mode in ("RGB", "L") and stored == image.mode
+                plain_png = plain_png and path.suffix == ".png" and image.format == "PNG" and plain
         except (OSError, SyntaxError) as err:
             raise DatasetError(f"{path} cannot be read as an image: {_reason(err)}") from err
     if len(sizes) > 1 and resize is None:
@@ -103,21 +94,9 @@ def _image_split(root: Path, resize: tuple[int, int] | None) -> Split:
     return Split(labelled, shape, files=tuple(files), decode=decode, classes=classes)
 
 
-def _plain_png(path: Path, image: Any) -> bool:
-    """A .png whose pixels are stored 8-bit, RGB or grey, as Pillow reads them: no palette,
-    alpha or other bit depth for a decoder to convert, its own way."""
-    rawmode = image.tile[0][3] if image.tile else None
-    plain = image.mode in ("RGB", "L") and rawmode == image.mode
-    return path.suffix == ".png" and image.format == "PNG" and plain
-
-
 class ImageDecoder:
-    """Decode one image file to uint8 (C, H, W) with Pillow: a picklable callable, so that
-    loader worker processes can decode in parallel.
-
-    ``as_is``: every file is a .png of 8-bit pixels already in ``mode`` and at the split's
-    size (no resize), so any PNG decoder reads the same pixels: a MindSpore project streams
-    such a folder with MindSpore's own decoder."""
+    """Decode one image file to uint8 (C, H, W) with Pillow; picklable, for loader processes.
+    ``as_is``: .png files already in ``mode`` and size, which any PNG decoder reads alike."""
 
     def __init__(self, mode: str, size: tuple[int, int] | None, as_is: bool = False) -> None:
         self.mode, self.size, self.as_is = mode, size, as_is
@@ -127,17 +106,17 @@ class ImageDecoder:
 
     def read(self, path: Path) -> tuple[np.ndarray, str, tuple[int, int]]:
         """The pixels, and the file's own mode and size (width, height) before conversion."""
-        from PIL import Image
+        from PIL import Image, JpegImagePlugin, PngImagePlugin
 
         try:
             with open(path, "rb") as file:
                 data = io.BytesIO(file.read())
-            # The format the suffix names, read by its plugin from memory: Image.open's
-            # probing and checks (made once, when the folder was scanned) cost a tenth
-            # (32x32 RGB) to a third (28x28 grey) of a small PNG's decode.
-            opener = _plugin(Path(path).suffix.lower()) or Image.open
+            # The suffix's plugin, from memory: Image.open's probing (done once, at the scan)
+            # costs a tenth (32x32 RGB) to a third (28x28 grey) of a small PNG's decode.
+            png, jpeg = PngImagePlugin.PngImageFile, JpegImagePlugin.JpegImageFile
+            plugin = {".png": png, ".jpg": jpeg, ".jpeg": jpeg}.get(Path(path).suffix.lower())
             try:
-                image = opener(data)
+                image = (plugin or Image.open)(data)
             except SyntaxError:  # the plugin's "not a PNG/JPEG file"
                 image = Image.open(data)  # named for another format: let Pillow find it
             with image:
@@ -147,8 +126,7 @@ class ImageDecoder:
                 if self.size is not None and image.size != self.size:
                     image = image.resize(self.size, Image.BILINEAR)
                 pixels = np.asarray(image)
-        except (OSError, SyntaxError, ValueError) as err:
-            # A truncated or damaged file: its header read, its pixels not.
+        except (OSError, SyntaxError, ValueError) as err:  # a truncated or damaged file
             raise DatasetError(f"{path} cannot be read as an image: {_reason(err)}") from err
         if pixels.ndim == 2:
             return pixels[None], mode, size
@@ -160,16 +138,3 @@ def _reason(err: BaseException) -> str:
     if type(err).__name__ == "UnidentifiedImageError":
         return "it is no image format Pillow reads"
     return " ".join(str(err).split()) or type(err).__name__
-
-
-def _plugin(suffix: str) -> Callable[[io.BytesIO], Any] | None:
-    """Pillow's image class for the format a suffix names (None: not one of ours)."""
-    if suffix == ".png":
-        from PIL.PngImagePlugin import PngImageFile
-
-        return PngImageFile
-    if suffix in (".jpg", ".jpeg"):
-        from PIL.JpegImagePlugin import JpegImageFile
-
-        return JpegImageFile
-    return None

@@ -1,25 +1,9 @@
-"""The built-in readers: how a dataset directory becomes samples, and the default augmentation.
-
-Three formats, chosen by `data.format` in config.yaml (auto tries each in turn, then
-yours from src/data.py, in the order defined there):
-
-- mnist: MNIST's idx files (train-images-idx3-ubyte[.gz] ...), in any of the
-  layouts platforms use;
-- imagefolder: one folder of PNG or JPEG images per class, under train/ and
-  test/ (and an optional val/), or one folder of class folders, split by
-  data.test_fraction;
-- csv: a table with a header row, numeric feature columns and a label column
-  (data.label_column), as train.csv and test.csv (val.csv optional) or one file;
-  with data.labels: values the label column is a number to predict, not a class.
-
-A reader of your own is a Reader subclass marked with @reader("name") in src/data.py.
-"""
+"""The built-in readers (mnist, imagefolder, csv: auto tries them, then yours) and augmentation."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
@@ -31,8 +15,6 @@ from src.scaffold.data.tables import CsvReader
 from src.scaffold.errors import DatasetError
 
 __all__ = ["BUILTIN", "Reader", "Readers", "augment", "detect", "looked_for", "reader"]
-
-log = logging.getLogger(__name__)
 
 
 @reader("mnist")
@@ -64,10 +46,8 @@ Readers = Mapping[str, type]
 def detect(
     readers: Readers, directory: Path, chosen: str, options: dict[str, object]
 ) -> tuple[Reader, str] | None:
-    """The reader for ``directory`` and why: data.format's, or with auto the first that
-    recognises it (mnist, imagefolder, csv, then yours)."""
-    names: Sequence[str] = list(readers) if chosen == "auto" else [chosen]
-    for name in names:
+    """The reader for ``directory`` and why: data.format's, or with auto the first that fits."""
+    for name in list(readers) if chosen == "auto" else [chosen]:
         if name not in readers:
             raise DatasetError(
                 f"data.format {name!r} is no reader here; there are auto, {', '.join(readers)}"
@@ -80,18 +60,15 @@ def detect(
 
 
 def looked_for(readers: Readers, chosen: str) -> str:
-    """What the readers look for, for the line shown when none matches."""
     names = list(readers) if chosen == "auto" else [chosen]
     return "; ".join(readers[name].looks_for for name in names if name in readers)
 
 
 def augment(image: np.ndarray, rng: np.random.Generator, crop: int, flip: bool) -> np.ndarray:
-    """Random crop (pad ``crop`` pixels with zeros, cut back to size) and horizontal flip of
-    one uint8 (C, H, W) image. Off unless data.random_crop / data.random_flip ask for it."""
+    """Random crop (zero-padded by ``crop``) and horizontal flip of one uint8 (C, H, W) image."""
     if crop:
-        channels, height, width = image.shape
-        padded = np.zeros((channels, height + 2 * crop, width + 2 * crop), dtype=image.dtype)
-        padded[:, crop : crop + height, crop : crop + width] = image
+        height, width = image.shape[1:]
+        padded = np.pad(image, ((0, 0), (crop, crop), (crop, crop)))  # with zeros
         top, left = rng.integers(0, 2 * crop + 1, size=2)
         image = padded[:, top : top + height, left : left + width]
     if flip and rng.random() < 0.5:
@@ -100,8 +77,4 @@ def augment(image: np.ndarray, rng: np.random.Generator, crop: int, flip: bool) 
 
 
 # The formats that ship, in the order data.format auto tries them.
-BUILTIN: dict[str, type] = {
-    "mnist": MnistReader,
-    "imagefolder": ImageFolderReader,
-    "csv": CsvReader,
-}
+BUILTIN: dict[str, type] = {r.name: r for r in (MnistReader, ImageFolderReader, CsvReader)}

@@ -11,18 +11,12 @@ from src.scaffold.errors import ConfigError
 
 
 def epoch_order(num_samples: int, seed: int, epoch: int) -> np.ndarray:
-    """A permutation of the samples that depends only on (seed, epoch).
-
-    Every rank computes the same order without communicating, and a resumed
-    run sees the same order as an uninterrupted one, whatever else has drawn
-    from the global random generators.
-    """
+    """A permutation depending only on (seed, epoch): alike on every rank and after a resume."""
     return np.random.default_rng([seed, epoch]).permutation(num_samples)
 
 
 def whole_batches(num_samples: int, batch_size: int, world_size: int) -> int:
-    """The steps of an epoch: the global batches (batch_size x world_size) the samples
-    fill. ConfigError where they fill none."""
+    """The global batches (batch_size x world_size) the samples fill; ConfigError for none."""
     global_batch = batch_size * world_size
     if num_samples < global_batch:
         raise ConfigError(
@@ -35,30 +29,20 @@ def whole_batches(num_samples: int, batch_size: int, world_size: int) -> int:
 def rank_batches(
     num_samples: int, batch_size: int, world_size: int, rank: int, seed: int, epoch: int
 ) -> np.ndarray:
-    """This rank's sample indices for one epoch, shape (steps, batch_size).
-
-    Each step takes a global batch of batch_size * world_size samples from the
-    epoch's order and gives rank r its r-th contiguous slice, so N ranks see
-    exactly the samples one process would with an N times larger batch. The
-    incomplete last global batch is dropped: every rank runs the same steps.
-    """
-    global_batch = batch_size * world_size
+    """This rank's slice of each whole global batch of the epoch, shape (steps, batch_size)."""
     steps = whole_batches(num_samples, batch_size, world_size)
-    order = epoch_order(num_samples, seed, epoch)[: steps * global_batch]
+    order = epoch_order(num_samples, seed, epoch)[: steps * batch_size * world_size]
     return order.reshape(steps, world_size, batch_size)[:, rank]
 
 
 def cpu_count() -> int:
     """The CPUs this process may use: fewer than the machine's in a container with a cpuset."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """Which samples each step of each epoch trains on, for this rank (rank_batches),
-    cut short after ``max_steps`` steps in all when a performance run asks for that."""
+    """This rank's samples for each step of each epoch, cut short after ``max_steps`` in all."""
 
     num_samples: int
     batch_size: int
@@ -66,10 +50,8 @@ class BatchPlan:
     rank: int
     seed: int
     max_steps: int | None = None
-    # Batches whose gradients make one optimizer step (config.yaml's accumulate).
-    accumulate: int = 1
-    # A run resumed from a checkpoint taken inside an epoch: (that epoch, its batches done).
-    begun: tuple[int, int] = (0, 0)
+    accumulate: int = 1  # batches whose gradients make one optimizer step
+    begun: tuple[int, int] = (0, 0)  # a mid-epoch resume: (that epoch, its batches done)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -83,7 +65,6 @@ class BatchPlan:
         return max(0, min(self.steps_per_epoch, left))
 
     def steps_done(self, epoch: int) -> int:
-        """Training steps taken by the end of ``epoch``."""
         steps = epoch * self.steps_per_epoch
         return steps if self.max_steps is None else min(steps, self.max_steps)
 
@@ -98,8 +79,7 @@ class BatchPlan:
         return -(-self.steps_per_epoch // self.accumulate)
 
     def updates_in(self, epoch: int) -> int:
-        """Optimizer steps in ``epoch``: one per ``accumulate`` batches, the last one on the
-        epoch's last batch (an epoch ends on a whole step, as its checkpoint needs)."""
+        """Optimizer steps in ``epoch``: one per ``accumulate`` batches and on its last batch."""
         return -(-self.steps_in(epoch) // self.accumulate)
 
     def updates_done(self, epoch: int) -> int:
@@ -107,8 +87,7 @@ class BatchPlan:
         return sum(self.updates_in(done) for done in range(1, epoch + 1))
 
     def window(self, epoch: int, index: int) -> tuple[int, bool]:
-        """Batch ``index`` (0-based) of ``epoch``: how many batches its optimizer step
-        takes, and whether it is that step's last."""
+        """Batch ``index`` of ``epoch``: its optimizer step's batches, and if it is the last."""
         start = index - index % self.accumulate
         size = min(self.accumulate, self.steps_in(epoch) - start)
         return size, index == start + size - 1
@@ -125,17 +104,11 @@ class BatchPlan:
         """Optimizer steps taken once training step ``step`` (1-based, over the run) is done."""
         epoch = self.epoch_of(step)
         index = step - (epoch - 1) * self.steps_per_epoch
-        inside = (
-            self.updates_in(epoch) if index >= self.steps_in(epoch) else index // self.accumulate
-        )
-        return self.updates_done(epoch - 1) + inside
+        if index >= self.steps_in(epoch):
+            return self.updates_done(epoch)
+        return self.updates_done(epoch - 1) + index // self.accumulate
 
     def batches(self, epoch: int) -> np.ndarray:
-        """This rank's sample indices for ``epoch``, shape (steps, batch_size): from the
-        first batch not yet trained."""
-        plan = rank_batches(
-            self.num_samples, self.batch_size, self.world_size, self.rank, self.seed, epoch
-        )
-        if self.max_steps is not None:
-            plan = plan[: max(0, self.max_steps - (epoch - 1) * self.steps_per_epoch)]
-        return plan[self.skipped(epoch) :]
+        """This rank's sample indices for ``epoch`` from the first batch not yet trained."""
+        plan = (self.num_samples, self.batch_size, self.world_size, self.rank, self.seed, epoch)
+        return rank_batches(*plan)[: self.steps_in(epoch)][self.skipped(epoch) :]

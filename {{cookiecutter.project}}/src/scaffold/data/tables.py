@@ -1,5 +1,4 @@
-"""The csv format: a table with a header row, numeric features and a label column, whose
-values are classes or (data.labels: values) numbers to predict."""
+"""The csv format: a header row, numeric features and a label column (classes or values)."""
 
 from __future__ import annotations
 
@@ -29,56 +28,46 @@ class CsvReader(Reader):
         return {"all": tables[0]} if len(tables) == 1 else {}
 
     def found(self, directory: Path) -> str | None:
-        files = self._files(directory)
-        return ", ".join(p.name for p in files.values()) if files else None
+        return ", ".join(p.name for p in self._files(directory).values()) or None
 
     def read(self, directory: Path) -> dict[str, Split]:
         files = self._files(directory)
         if not files:
             raise DatasetError(f"{directory} holds no train.csv, nor exactly one .csv file")
         column = str(self.options.get("label_column") or "label")
-        read = {split: _read_table(path, column) for split, path in files.items()}
-        tables = {split: (features, labels) for split, (features, labels, _) in read.items()}
-        (first_file, (_, _, first)), *others = zip(files.values(), read.values())
+        tables = {split: _read_table(path, column) for split, path in files.items()}
+        (first_file, (_, _, first)), *others = zip(files.values(), tables.values())
         for path, (_, _, names) in others:
             if names != first:
                 raise DatasetError(f"{path} has other feature columns than {first_file}")
+        values: list[str] = []
+        targets: dict[str, np.ndarray] = {}
         if self.options.get("labels") == "values":
-            return {
-                split: replace(
-                    array_split(features, _targets(path, column, labels)), features=first
-                )
-                for (split, (features, labels)), path in zip(tables.items(), files.values())
-            }
-        # Class names: the training split's label values, as numbers when they all are.
-        train = tables.get("train", tables.get("all"))
-        values = sorted(set(train[1]), key=_label_key)  # type: ignore[index]
-        index = {v: i for i, v in enumerate(values)}
-        for split, (_, labels) in tables.items():
-            extra = sorted(set(labels) - set(index), key=_label_key)
-            if extra:
-                raise DatasetError(
-                    f"train and {split} splits have different classes: {split} has "
-                    f"{', '.join(extra[:5])} that train has not"
-                )
+            for split, (_, labels, _) in tables.items():
+                bad = next((v for v in labels if not _finite(v)), None)
+                if bad is not None:
+                    raise DatasetError(
+                        f"{files[split]}: column {column!r} holds {bad!r}, not a finite number "
+                        "(data.labels: values)"
+                    )
+                targets[split] = np.asarray([float(v) for v in labels], dtype=np.float32)
+        else:
+            # Class names: the training split's label values, as numbers when they all are.
+            train = tables.get("train", tables.get("all"))
+            values = sorted(set(train[1]), key=_label_key)  # type: ignore[index]
+            index = {v: i for i, v in enumerate(values)}
+            for split, (_, labels, _) in tables.items():
+                extra = sorted(set(labels) - set(index), key=_label_key)
+                if extra:
+                    raise DatasetError(
+                        f"train and {split} splits have different classes: {split} has "
+                        f"{', '.join(extra[:5])} that train has not"
+                    )
+            targets = {s: np.array([index[v] for v in t[1]]) for s, t in tables.items()}
         return {
-            split: replace(
-                array_split(features, np.array([index[v] for v in labels]), values),
-                features=first,
-            )
-            for split, (features, labels) in tables.items()
+            split: replace(array_split(features, targets[split], values), features=first)
+            for split, (features, _, _) in tables.items()
         }
-
-
-def _targets(path: Path, column: str, labels: list[str]) -> np.ndarray:
-    """A numeric target column as float32 (data.labels: values); one line for a cell that
-    is not a number."""
-    bad = next((v for v in labels if not _finite(v)), None)
-    if bad is not None:
-        raise DatasetError(
-            f"{path}: column {column!r} holds {bad!r}, not a finite number (data.labels: values)"
-        )
-    return np.asarray([float(v) for v in labels], dtype=np.float32)
 
 
 def _finite(text: str) -> bool:
@@ -86,21 +75,17 @@ def _finite(text: str) -> bool:
 
 
 def _label_key(value: str) -> tuple[int, float, str]:
-    try:
-        return (0, float(value), value)
-    except ValueError:
-        return (1, 0.0, value)
+    """Numbers first, in numeric order, then the other labels by name."""
+    return (0, float(value), value) if _number(value) else (1, 0.0, value)
 
 
 def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str], tuple[str, ...]]:
-    """(features float32 (N, F), label strings, feature column names) of a CSV with a
-    header row."""
+    """(features float32 (N, F), label strings, feature column names) of a CSV with a header."""
     with open(path, newline="", encoding="utf-8") as stream:
         rows = csv.reader(stream)
-        header = next(rows, None)
+        header = [name.strip() for name in next(rows, None) or []]
         if not header:
             raise DatasetError(f"{path} is empty: expected a header row")
-        header = [name.strip() for name in header]
         if label_column not in header:
             raise DatasetError(
                 f"{path} has no label column {label_column!r} (set data.label_column); "
@@ -131,8 +116,6 @@ def _read_table(path: Path, label_column: str) -> tuple[np.ndarray, list[str], t
 
 
 def _lines(rows: Iterator[list[str]], fields: int, path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Each row after the header with its line number, blank lines skipped; one line for a
-    row of another length than the header."""
     for line, row in enumerate(rows, start=2):
         if not row:
             continue
@@ -152,11 +135,8 @@ def _number(text: str) -> bool:
 def read_rows(
     path: Path, features: tuple[str, ...], label_column: str | None, width: int
 ) -> tuple[np.ndarray, list[int]]:
-    """The rows of a CSV to predict on, as the training table's features float32 (N, F) in
-    its column order, and each row's line number. The label column may be there or not;
-    ``features`` names the training table's columns (``width`` of them when unnamed, a
-    reader of your own). One line naming the file for other columns or a cell that is not a
-    finite number."""
+    """A CSV's rows to predict on as float32 (N, F) in the training columns' order, and their
+    line numbers; ``width`` columns when the reader named none."""
     with open(path, newline="", encoding="utf-8") as stream:
         rows = csv.reader(stream)
         header = [name.strip() for name in next(rows, None) or []]
@@ -167,12 +147,10 @@ def read_rows(
             lacks = [name for name in features if name not in given]
             extra = [name for name in given if name not in features]
             if lacks or extra:
-                parts = [f"lacks {', '.join(lacks[:5])}" if lacks else ""]
-                parts.append(f"has {', '.join(extra[:5])} that it had not" if extra else "")
-                raise DatasetError(
-                    f"{path} has other columns than the training data: "
-                    + "; ".join(part for part in parts if part)
-                )
+                parts = [f"lacks {', '.join(lacks[:5])}"] if lacks else []
+                parts += [f"has {', '.join(extra[:5])} that it had not"] if extra else []
+                why = "; ".join(parts)
+                raise DatasetError(f"{path} has other columns than the training data: {why}")
             order = [header.index(name) for name in features]
         else:
             order = [i for i, name in enumerate(header) if name != label_column]

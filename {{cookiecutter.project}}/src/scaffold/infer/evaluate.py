@@ -1,20 +1,11 @@
-"""Scoring a run's checkpoint again (eval.py): the checkpoint chosen (best, last or a path),
-its recorded model and normalisation, the split read as the run read it, the Task's metrics;
-a line saying which checkpoint, one line a metric, and an "eval" row in the run's
-metrics.jsonl (eval.jsonl while the run still trains).
-
-The output directory is the run's train_url, local or obs:// (fetched with the storage code
-the run used), so a platform run is scored where it left its outputs.
-"""
+"""Scoring a run's checkpoint again (eval.py), local or obs://, on a split read as the run read
+it: a line a metric, and an "eval" row in the run's record."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from src.scaffold.backend.api import Framework
@@ -22,25 +13,18 @@ from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
 from src.scaffold.data import finder
 from src.scaffold.data.sharding import BatchPlan
-from src.scaffold.infer.recorded import Located, locate
+from src.scaffold.infer.recorded import CHECKPOINT_HELP, CHOICES, Located, locate
 from src.scaffold.outputs.record import EVALS, METRICS
 from src.scaffold.outputs.rundir import run_id_of
 from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
-log = logging.getLogger("eval")
 SPLITS = ("test", "val")
-
-
 DESCRIPTION = "Score a run's checkpoint again (train.py's options apply)."
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    """eval.py's own arguments, besides train.py's options."""
-    parser.add_argument(
-        "--checkpoint",
-        help="best (default; the newest while the run still trains) or last of the run, or a path",
-    )
+    parser.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     parser.add_argument("--split", default="test", type=_split, help="test (default) or val")
 
 
@@ -53,12 +37,8 @@ def _split(value: str) -> str:
 def evaluate(
     task: Task, cfg: Config, framework: Framework, which: str | None = None, split: str = "test"
 ) -> dict[str, float]:
-    """Score checkpoint ``which`` of the run in cfg's train_url (or the checkpoint a path
-    names) on ``split``; print which, then a line a metric, and append an "eval" row to the
-    run's record (to eval.jsonl while the run still trains)."""
+    """Score checkpoint ``which`` (best, last or a path) of the run in cfg's train_url."""
     found = locate(cfg.named(), cfg.places(), framework, which)
-    for line in found.first():
-        print(line, file=sys.stderr, flush=True)
     cfg = cfg.with_options(**found.changes)
     backend = backend_of(framework, cfg, task)
     try:
@@ -71,7 +51,10 @@ def evaluate(
         scores = backend.evaluate(split)
     finally:
         backend.close()
-    print(found.scored(split), flush=True)
+    kind = found.chosen if found.chosen in (*CHOICES, "newest") else "given"
+    epoch = f", epoch {found.recorded.epoch}" if found.recorded.epoch is not None else ""
+    name = found.recorded.path.name
+    print(f"scoring the {kind} checkpoint {name}{epoch} on the {split} split", flush=True)
     for name, value in scores.items():
         print(f"{split} {name} {value:.6f}", flush=True)
     _record(found, split, restored.get("epoch"), scores)
@@ -79,26 +62,19 @@ def evaluate(
     return scores
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a record file; a line being written by a live run is left out."""
+def _record(found: Located, split: str, epoch: Any, scores: dict[str, float]) -> None:
+    """The scores as an "eval" row of metrics.jsonl; of eval.jsonl while the run still trains."""
+    output = found.run_dir
+    if not (output / METRICS).is_file():
+        return  # a checkpoint without its run's record
     rows = []
-    with path.open(encoding="utf-8") as lines:
+    with (output / METRICS).open(encoding="utf-8") as lines:
         for line in lines:
             try:
                 rows.append(json.loads(line))
             except ValueError:
-                continue
-    return rows
-
-
-def _record(found: Located, split: str, epoch: Any, scores: dict[str, float]) -> None:
-    """The scores as an "eval" row of the run's metrics.jsonl (and its remote copy); while
-    the run still trains, of its eval.jsonl, so that its own record stays its own."""
-    output = found.run_dir
-    if not (output / METRICS).is_file():
-        return  # a checkpoint without its run's record
+                continue  # a line a live run is writing
     # The step the checkpoint was taken at: the last the run logged in its epoch.
-    rows = _rows(output / METRICS)
     step = max((r["step"] for r in rows if r.get("epoch", 0) <= (epoch or 0)), default=0)
     row = {"run": run_id_of(output) or "", "type": "eval", "epoch": epoch or 0, "step": step}
     row.update({"time": time.time(), "split": split, "checkpoint": found.recorded.path.name})

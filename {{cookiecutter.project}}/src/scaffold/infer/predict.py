@@ -1,7 +1,5 @@
-"""Labelling new inputs with a run's checkpoint (predict.py): the inputs read as the run read
-its data, batched on the device training would choose, one row per input: the input, the
-predicted class's name and probability and the top k (or the value, for a numeric target);
-printed, or written to FILE.jsonl or FILE.csv once every row is known."""
+"""Labelling new inputs with a run's checkpoint (predict.py): one row an input (its class,
+probability and top k, or its value), printed or written to FILE.jsonl or FILE.csv."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from src.scaffold.backend.api import Framework
 from src.scaffold.config import Config
 from src.scaffold.errors import ConfigError, DatasetError
 from src.scaffold.infer.inputs import gather
-from src.scaffold.infer.recorded import Recorded, locate
+from src.scaffold.infer.recorded import CHECKPOINT_HELP, Recorded, locate
 from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
@@ -29,14 +27,10 @@ COLUMNS = ("input", "class", "probability", "top_k")
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    """predict.py's own arguments, besides train.py's options."""
     parser.add_argument(
         "inputs", nargs="*", metavar="INPUT", help="image files or folders of them, or CSV files"
     )
-    parser.add_argument(
-        "--checkpoint",
-        help="best (default; the newest while the run still trains) or last of the run, or a path",
-    )
+    parser.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     parser.add_argument(
         "--output", type=Path, help="write the rows to FILE.jsonl or FILE.csv, not to stdout"
     )
@@ -47,16 +41,13 @@ def options(parser: argparse.ArgumentParser) -> None:
 
 
 def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namespace) -> int:
-    """Label args.inputs with checkpoint args.checkpoint of the run in cfg's train_url; return
-    the rows written."""
+    """Label args.inputs with checkpoint args.checkpoint; return the rows written."""
     output: Path | None = args.output
     if output is not None and output.suffix.lower() not in OUTPUTS:
         raise ConfigError(f"--output {output}: write .jsonl or .csv")
     if args.top_k < 1:
         raise ConfigError(f"--top_k {args.top_k}: give 1 or more")
     found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
-    for line in found.first():
-        print(line, file=sys.stderr, flush=True)
     recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     if recorded.num_classes < 1:
         raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
@@ -70,7 +61,7 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
                     sink.write(row)
             if sink.count == 0:
                 raise DatasetError(
-                    f"none of the {len(inputs)} input(s) could be read: "
+                    f"none of the {len(inputs.names)} input(s) could be read: "
                     + "; ".join(why for _, why in inputs.unreadable[:2])
                 )
     finally:
@@ -84,8 +75,7 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
 def rows(
     recorded: Recorded, names: tuple[str, ...], outputs: np.ndarray, top_k: int
 ) -> Iterator[dict[str, Any]]:
-    """One row an input: its class and probability (softmax of the model's scores) and the
-    top k, by the data's class names; or its value, for a numeric target."""
+    """One row an input: its class, probability (softmax) and top k; or its value."""
     if recorded.numeric:
         for name, value in zip(names, outputs.reshape(len(names), -1)[:, 0]):
             yield {"input": name, "value": float(value)}
@@ -95,16 +85,11 @@ def rows(
     scores -= scores.max(axis=1, keepdims=True)  # exp() of the largest is 1: no overflow
     probabilities = np.exp(scores)
     probabilities /= probabilities.sum(axis=1, keepdims=True)
-    k = min(top_k, len(classes))
     # Stable: equal probabilities keep the class order, the same on every run.
-    order = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
+    order = np.argsort(-probabilities, axis=1, kind="stable")[:, : min(top_k, len(classes))]
     for name, ranked, probs in zip(names, order, probabilities):
         top = [{"class": classes[i], "probability": round(float(probs[i]), 6)} for i in ranked]
         yield {"input": name, **top[0], "top_k": top}
-
-
-def _top_text(row: dict[str, Any]) -> str:
-    return " ".join(f"{t['class']}:{t['probability']:.4f}" for t in row.get("top_k", ()))
 
 
 class _Sink:
@@ -134,7 +119,8 @@ class _Sink:
         if "value" in row:
             fields = [row["input"], row["value"]]
         else:
-            fields = [row["input"], row["class"], f"{row['probability']:.6f}", _top_text(row)]
+            top = " ".join(f"{t['class']}:{t['probability']:.4f}" for t in row["top_k"])
+            fields = [row["input"], row["class"], f"{row['probability']:.6f}", top]
         if self.table is None:
             self.stream.write("\t".join(map(str, fields)) + "\n")
             return

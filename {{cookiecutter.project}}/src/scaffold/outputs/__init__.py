@@ -1,2 +1,1 @@
-"""What a run leaves: checkpoints kept and found again, pretrained weights in, one run per
-output directory (rundir), the run record (record, tensorboard, tracking)."""
+"""What a run leaves: checkpoints, pretrained weights in, one run per directory, its record."""

@@ -1,15 +1,5 @@
-"""Checkpoints on disk: one per epoch, the newest N kept plus the best by the monitored
-validation metric (config.yaml's monitor:), a small latest.json pointer, and the newest
-one found again for --resume auto.
-
-Checkpoints are named after the model: mynet_epoch7.pt, resnet_epoch3.ckpt. One taken
-inside an epoch (checkpoint_every) also names the training step: mynet_epoch8_step350.pt;
-only the newest of those is kept, and the epoch's own checkpoint replaces it.
-latest.json: {"epoch": 7, "latest": "mynet_epoch7.pt", "best": "mynet_epoch5.pt",
-"monitor": {"metric": "accuracy", "mode": "max"}, "scores": {"mynet_epoch5.pt": 0.981,
-...}} - written after each checkpoint, so a restarted job (and a person) can tell which
-file to use.
-"""
+"""Checkpoints on disk (mynet_epoch7.pt; inside an epoch mynet_epoch8_step350.pt, only the
+newest kept): the newest N and the best by config.yaml's monitor: kept, latest.json naming them."""
 
 from __future__ import annotations
 
@@ -18,6 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from src.scaffold.task import Monitor
 
@@ -39,15 +30,12 @@ def _umask() -> int:
 
 
 def usual_mode(path: Path) -> None:
-    """Give a file the mode any new file of this user gets (0666 less the umask): MindSpore's
-    save_checkpoint and export leave theirs read-only (0400), which a user's own tools,
-    another account on a shared disk and the next attempt's cleanup then trip over."""
+    """The mode a new file gets (0666 less the umask): MindSpore's saves are read-only (0400)."""
     os.chmod(path, 0o666 & ~_umask())
 
 
 def name(epoch: int, suffix: str, model: str, step: int | None = None) -> str:
-    """The file name of the checkpoint of ``model`` taken after ``epoch`` (mynet_epoch7.pt),
-    or at training ``step`` inside it (mynet_epoch7_step350.pt)."""
+    """mynet_epoch7.pt after ``epoch``, mynet_epoch7_step350.pt at training ``step`` in it."""
     inside = "" if step is None else f"_step{step}"
     return f"{model}{MARK}{epoch}{inside}{suffix}"
 
@@ -55,24 +43,22 @@ def name(epoch: int, suffix: str, model: str, step: int | None = None) -> str:
 def _order(path: Path, suffix: str) -> tuple[int, float] | None:
     """(epoch, step) of a checkpoint's name; an epoch's own comes after its steps."""
     pattern = rf"[A-Za-z0-9_.-]+?{MARK}(\d+)(?:_step(\d+))?{re.escape(suffix)}"
-    match = re.fullmatch(pattern, path.name)
-    if match is None:
+    if (match := re.fullmatch(pattern, path.name)) is None:
         return None
     step = match.group(2)
     return int(match.group(1)), float("inf") if step is None else int(step)
 
 
-def epoch_of(path: Path, suffix: str) -> int | None:
-    """The epoch a checkpoint ends (None: not an epoch's own checkpoint)."""
-    order = _order(path, suffix)
-    return order[0] if order is not None and order[1] == float("inf") else None
+def read_json(path: Path) -> Any:
+    """The JSON value in ``path``; None where it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def read_pointer(directory: Path) -> dict:
-    try:
-        value = json.loads((directory / POINTER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    value = read_json(directory / POINTER)
     return value if isinstance(value, dict) else {}
 
 
@@ -88,8 +74,7 @@ def find_latest(directory: Path, suffix: str) -> Path | None:
 
 @dataclass
 class Retention:
-    """Keeps the newest ``keep`` checkpoints of ``directory`` and the best one by
-    ``monitor``."""
+    """Keeps the newest ``keep`` checkpoints of ``directory`` and the best by ``monitor``."""
 
     directory: Path
     suffix: str
@@ -102,8 +87,7 @@ class Retention:
     def resume(
         cls, directory: Path, suffix: str, keep: int, model: str, monitor: Monitor
     ) -> Retention:
-        """The policy as an earlier run of this output directory left it. Scores of
-        another monitored metric are not compared with this run's: they are dropped."""
+        """The policy as an earlier run left it; scores of another monitored metric dropped."""
         pointer = read_pointer(directory)
         same = pointer.get("monitor") == {"metric": monitor.metric, "mode": monitor.mode}
         scores = (pointer.get("scores") if same else None) or {}
@@ -117,19 +101,15 @@ class Retention:
         return max(self.scores, key=lambda k: (self.monitor.key(self.scores[k]), -self._epoch(k)))
 
     def _epoch(self, checkpoint: str) -> int:
-        return epoch_of(Path(checkpoint), self.suffix) or 0
-
-    def _inside(self) -> list[str]:
-        """The checkpoints taken inside an epoch that are still here."""
-        found = self.directory.glob(f"{self.model}{MARK}*_step*{self.suffix}")
-        return sorted(p.name for p in found if _order(p, self.suffix) is not None)
+        """The epoch an epoch's own checkpoint ends, else 0."""
+        order = _order(Path(checkpoint), self.suffix)
+        return order[0] if order is not None and order[1] == float("inf") else 0
 
     def saved(self, epoch: int, score: float | None, step: int | None = None) -> list[str]:
-        """Record a checkpoint: epoch's own with its monitored score, or one taken at
-        ``step`` inside it (no score: kept until the next checkpoint). Delete the ones the
-        policy drops; return their names."""
+        """Record a checkpoint (at ``step``: unscored); delete and return those now dropped."""
         latest = name(epoch, self.suffix, self.model, step)
-        inside = [other for other in self._inside() if other != latest]
+        found = self.directory.glob(f"{self.model}{MARK}*_step*{self.suffix}")
+        inside = sorted(p.name for p in found if p.name != latest and _order(p, self.suffix))
         if step is None:
             self.scores[latest] = float(score)
         newest = sorted(self.scores, key=self._epoch)[-self.keep :]

@@ -1,20 +1,16 @@
-"""A run in progress, known from its output directory: while rank 0 trains, .running.json
-names its run, host and process, and its time is refreshed every HEARTBEAT_S seconds. A
-command that reads the run (eval.py) then knows it is not finished. A marker whose process
-has died (a run killed with SIGKILL leaves it) is stale: on the same host the process is
-gone or is another one by its start time; elsewhere it has not been refreshed for STALE_S.
-"""
+"""A run in progress: rank 0's .running.json, touched every HEARTBEAT_S, tells eval.py a run
+is not done; stale when its process is gone (this host) or untouched for STALE_S (another)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 MARKER = ".running.json"
 HEARTBEAT_S = 30.0
@@ -23,15 +19,11 @@ STALE_S = 5 * HEARTBEAT_S
 
 
 def _start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started, in clock ticks since boot (/proc/PID/stat's 22nd field):
-    with the pid, what tells a process from a later one given the same number."""
+    """When ``pid`` started (/proc/PID/stat's 22nd field): tells it from a later same pid."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    try:
         return int(text.rsplit(")", 1)[1].split()[19])
-    except (IndexError, ValueError):
+    except (OSError, IndexError, ValueError):
         return None
 
 
@@ -46,8 +38,7 @@ def _alive(pid: int, ticks: Any) -> bool:
     return now is None or not isinstance(ticks, int) or now == ticks
 
 
-@dataclass(frozen=True)
-class Running:
+class Running(NamedTuple):
     """The run a marker names, and where."""
 
     run_id: str
@@ -75,17 +66,12 @@ def running(directory: Path) -> Running | None:
             return None
     elif age > STALE_S:
         return None
-    return Running(
-        str(value.get("run_id", "")),
-        str(value.get("host")),
-        value["pid"],
-        float(value.get("started") or 0),
-    )
+    started = float(value.get("started") or 0)
+    return Running(str(value.get("run_id", "")), str(value.get("host")), value["pid"], started)
 
 
 class Marker:
-    """Rank 0's marker while it trains: written at the start, refreshed by a thread, removed
-    when the run ends however it ends (a SIGKILL leaves a stale one)."""
+    """Rank 0's marker while it trains: touched by a thread, removed however the run ends."""
 
     def __init__(self, directory: Path, run_id: str) -> None:
         self.path = directory / MARKER
@@ -104,8 +90,7 @@ class Marker:
         tmp = self.path.with_name(f"{MARKER}.{pid}.tmp")
         tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
-        self.thread = threading.Thread(target=self._beat, name="run marker", daemon=True)
-        self.thread.start()
+        threading.Thread(target=self._beat, name="run marker", daemon=True).start()
 
     def _beat(self) -> None:
         while not self.stopped.wait(HEARTBEAT_S):
@@ -118,7 +103,5 @@ class Marker:
         self.stopped.set()
         self.path.unlink(missing_ok=True)
         if self.made:
-            try:
+            with contextlib.suppress(OSError):
                 self.path.parent.rmdir()  # only while it is empty
-            except OSError:
-                pass

@@ -1,10 +1,5 @@
-"""Pretrained weights in: which file, and which of its tensors fit the model.
-
-Weights only (no optimizer state, no epoch): fine-tuning starts at epoch 1.
-Layers named in --skip_layers (a name or a prefix: classifier.4, fc3) keep their
-fresh initialisation, so a model with another number of classes can start from
-a checkpoint of this one; any other mismatch is one line naming the layer.
-"""
+"""Pretrained weights in (fine-tuning starts at epoch 1); --skip_layers (a name or prefix) keep
+their fresh initialisation, so a model with another number of classes can start from it."""
 
 from __future__ import annotations
 
@@ -17,21 +12,17 @@ Shapes = Mapping[str, Tuple[int, ...]]
 
 
 def find_file(location: Path, suffix: str, explicit: bool) -> Path | None:
-    """The checkpoint file a location names: itself, or the only ``*suffix`` file under it
-    (a platform's pretrained-model folder). None for an empty folder that was not asked for."""
+    """``location`` or the only ``*suffix`` file in it; None: an empty folder not asked for."""
     if location.is_file():
         return location
-    if not location.exists():
-        if explicit:
-            raise CheckpointError(f"--pretrained {location}: no such file")
-        return None
     found = sorted(p for p in location.rglob(f"*{suffix}") if p.is_file())
     if len(found) == 1:
         return found[0]
     if not found:
-        if explicit:
-            raise CheckpointError(f"--pretrained {location}: no *{suffix} file in it")
-        return None
+        if not explicit:
+            return None
+        missing = "no such file" if not location.exists() else f"no *{suffix} file in it"
+        raise CheckpointError(f"--pretrained {location}: {missing}")
     names = ", ".join(str(p.relative_to(location)) for p in found[:5])
     raise CheckpointError(
         f"{location} holds several checkpoints ({names}): choose one with --pretrained FILE"
@@ -43,8 +34,7 @@ def _skipped(key: str, skip: Sequence[str]) -> bool:
 
 
 def select(path: Path, model: Shapes, checkpoint: Shapes, skip: Sequence[str]) -> list[str]:
-    """The names to copy from the checkpoint into the model; CheckpointError names the first
-    layer the model has and the checkpoint lacks or holds in another shape."""
+    """The names to copy from the checkpoint; CheckpointError names the first misfit layer."""
     unknown = [layer for layer in skip if not any(_skipped(k, [layer]) for k in model)]
     if unknown:
         raise CheckpointError(

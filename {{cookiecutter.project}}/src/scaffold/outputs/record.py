@@ -1,15 +1,5 @@
-"""The record of one run, as plain files in its output directory (and TensorBoard, MLflow).
-
-hparams.json      the options as asked, the run's id, and what they resolved to
-metrics.jsonl     one flat JSON object per line: run, type, epoch, step, time and the
-                  metrics themselves, so pandas.read_json(path, lines=True) loads it as is.
-                  type "step": every log_every steps (loss, lr, samples_per_s); "train":
-                  each epoch (loss, lr, samples_per_s, seconds); "val": each epoch, and
-                  every validate_every optimizer steps; "test": once at the end
-artifacts.json    the files the run produced: path (relative), bytes, sha256
-Only rank 0 writes; on other ranks every method does nothing. A resumed run first drops
-what the interrupted attempt logged after its checkpoint, so every step is there once.
-"""
+"""The record of one run (rank 0): hparams.json, metrics.jsonl (one flat JSON object a line),
+artifacts.json (path, bytes, sha256), TensorBoard, MLflow; a resume drops what came after."""
 
 from __future__ import annotations
 
@@ -22,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from src.scaffold.errors import ConfigError
+from src.scaffold.outputs.checkpoints import read_json
 from src.scaffold.outputs.tensorboard import EventWriter, truncate
 
 HPARAMS = "hparams.json"
@@ -30,40 +21,19 @@ ARTIFACTS = "artifacts.json"
 # eval.py's rows for a run that is still training: its metrics.jsonl stays the run's own.
 EVALS = "eval.jsonl"
 TYPES = ("step", "train", "val", "test", "stop")
-# eval.py adds "eval" rows: a checkpoint scored again (split, checkpoint, the metrics).
 # TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
 PREFIX = {"step": "train", "train": "train_epoch", "val": "val", "test": "test"}
 
 
-def sha256_of(path: Path) -> str:
-    """The file's SHA-256, read in chunks so a large checkpoint is not loaded whole."""
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _write_json(path: Path, value: object) -> None:
-    # Write then rename: a reader never sees half a file, even if the job is killed.
+def _replace(path: Path, text: str) -> None:
+    """Write then rename: a reader never sees half a file, even if the job is killed."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
-def _markdown(hparams: Mapping[str, Any]) -> str:
-    """The hyperparameters as a two-column markdown table for TensorBoard's Text tab."""
-    rows = [f"| {key} | {json.dumps(value)} |" for key, value in hparams.items()]
-    return "\n".join(["| option | value |", "|---|---|", *rows])
-
-
 class RunRecord:
-    """Writes the record of run ``run_id`` into output_dir; a no-op unless enabled (rank 0).
-
-    ``resumed_after``: None for a new run (its directory holds no other run's outputs:
-    outputs/rundir.py), else the training step its checkpoint was taken at (0: restarted
-    from scratch).
-    """
+    """The record of run ``run_id``, unless not enabled; ``resumed_after``: a checkpoint's step."""
 
     def __init__(
         self,
@@ -77,9 +47,7 @@ class RunRecord:
         self.output_dir, self.run_id, self.enabled = output_dir, run_id, enabled
         self._artifacts: list[dict[str, object]] = []
         self.events: EventWriter | None = None
-        self.tracker = tracker
-        self._last_step = 0
-        # The options of earlier attempts of a resumed run, oldest first.
+        self.tracker, self._last_step = tracker, 0
         self._attempts: list[dict[str, Any]] = []
         self._lines: TextIO | None = None
         if not enabled:
@@ -98,22 +66,15 @@ class RunRecord:
             self.events = EventWriter(tensorboard)
 
     def _rewind(self, step: int) -> None:
-        """Keep what earlier attempts logged up to ``step`` and every test they scored (a
-        finished run continued for more epochs keeps its first test), and the artifacts
-        that are still there."""
+        """Keep what earlier attempts logged up to ``step``, their tests and the artifacts left."""
         metrics = self.output_dir / METRICS
         if metrics.is_file():
             lines = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines()]
             kept = [line for line in lines if line["step"] <= step or line["type"] == "test"]
             trained = [line["step"] for line in kept if line["type"] != "test"]
             self._last_step = max(trained, default=0)
-            tmp = metrics.with_name(f".{METRICS}.tmp")
-            tmp.write_text("".join(json.dumps(line) + "\n" for line in kept), encoding="utf-8")
-            os.replace(tmp, metrics)
-        try:
-            earlier = json.loads((self.output_dir / HPARAMS).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            earlier = None
+            _replace(metrics, "".join(json.dumps(line) + "\n" for line in kept))
+        earlier = read_json(self.output_dir / HPARAMS)
         if isinstance(earlier, dict):
             attempts = earlier.pop("attempts", None)
             self._attempts = attempts if isinstance(attempts, list) else [earlier]
@@ -123,26 +84,25 @@ class RunRecord:
             self._artifacts = [a for a in listed if (self.output_dir / a["path"]).is_file()]
 
     def log_hparams(self, hparams: Mapping[str, object]) -> None:
-        """Write the hyperparameters (JSON values; paths and the like as strings). A resumed
-        run keeps every attempt's under "attempts", the first one's included; the latest
-        are also at the top."""
+        """The hyperparameters; a resumed run's earlier attempts' too, under "attempts"."""
         if not self.enabled:
             return
         values: dict[str, Any] = {"run_id": self.run_id, **hparams}
         if self._attempts:
             values["attempts"] = [*self._attempts, dict(values)]
-        _write_json(self.output_dir / HPARAMS, values)
+        _replace(self.output_dir / HPARAMS, json.dumps(values, indent=2) + "\n")
         if self.events is not None:
-            # At the attempt's first step: each attempt's options once, none replaced.
-            self.events.text(self._last_step, "hparams", _markdown(values))
+            # A markdown table in the Text tab, at the attempt's first step: each attempt's once.
+            rows = [f"| {key} | {json.dumps(value)} |" for key, value in values.items()]
+            table = "\n".join(["| option | value |", "|---|---|", *rows])
+            self.events.text(self._last_step, "hparams", table)
         if self.tracker is not None:
             self.tracker.params(values)
 
     def log(
         self, type: str, metrics: Mapping[str, float], step: int, epoch: int, **about: str
     ) -> None:
-        """Append one line of metrics at a global step and epoch; ``about`` (the checkpoint
-        a test scored) goes into the line only, not to TensorBoard or MLflow."""
+        """Append one line of metrics; ``about`` (a test's checkpoint) goes into the line only."""
         if not self.enabled:
             return
         if type not in TYPES:
@@ -159,22 +119,26 @@ class RunRecord:
         if self.tracker is not None:
             self.tracker.metrics(named, step)
 
+    def _list_artifacts(self, relative: str, *entry: dict[str, object]) -> None:
+        self._artifacts = [a for a in self._artifacts if a["path"] != relative] + [*entry]
+        _replace(self.output_dir / ARTIFACTS, json.dumps(self._artifacts, indent=2) + "\n")
+
     def remove_artifact(self, path: Path) -> None:
         """Forget a file under output_dir that was deleted (a checkpoint no longer kept)."""
-        if not self.enabled:
-            return
-        relative = path.as_posix()
-        self._artifacts = [a for a in self._artifacts if a["path"] != relative]
-        _write_json(self.output_dir / ARTIFACTS, self._artifacts)
+        if self.enabled:
+            self._list_artifacts(path.as_posix())
 
     def add_artifact(self, path: Path) -> None:
         """Record a file under output_dir with its size and hash (replacing an older entry)."""
         if not self.enabled:
             return
         relative = path.resolve().relative_to(self.output_dir.resolve()).as_posix()
-        entry = {"path": relative, "bytes": path.stat().st_size, "sha256": sha256_of(path)}
-        self._artifacts = [a for a in self._artifacts if a["path"] != relative] + [entry]
-        _write_json(self.output_dir / ARTIFACTS, self._artifacts)
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:  # in chunks: a large checkpoint is not read in whole
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(chunk)
+        entry = {"path": relative, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+        self._list_artifacts(relative, entry)
         if self.tracker is not None:
             self.tracker.artifact(path)
 

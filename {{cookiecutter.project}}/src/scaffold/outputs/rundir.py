@@ -1,18 +1,8 @@
-"""One output directory, one run: a fresh run never writes where another run's outputs are.
-
-A run's outputs are its checkpoints (<model>_epochN.pt|.ckpt), latest.json, the run record
-(hparams.json, metrics.jsonl, artifacts.json) and tensorboard/. A new run (no --resume)
-into a directory that holds any of them stops before it writes anything, with one line
-saying how to continue that run (--resume auto) or where else to go. So retention,
-latest.json, artifacts.json and metrics.jsonl only ever describe one run, and a platform
-that restarts the same job with --resume auto picks it up again.
-
-The multi-process launchers make the same check before any rank starts (run/preflight.py).
-"""
+"""One output directory, one run: a new run (no --resume) where another run's outputs are
+stops before it writes, saying how to continue that run or go elsewhere (also run/preflight.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -22,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.outputs.checkpoints import MARK, POINTER, read_pointer
+from src.scaffold.outputs.checkpoints import MARK, POINTER, read_json, read_pointer
 
 RECORD = ("hparams.json", "metrics.jsonl", "artifacts.json", POINTER)
 # Either framework's checkpoints: lenet_epoch7.pt, resnet_epoch3.ckpt.
@@ -41,10 +31,7 @@ def new_run_id() -> str:
 
 def run_id_of(directory: Path) -> str | None:
     """The id hparams.json gives the run in ``directory``, if any."""
-    try:
-        value = json.loads((directory / "hparams.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    value = read_json(directory / "hparams.json")
     run_id = value.get("run_id") if isinstance(value, dict) else None
     return run_id if isinstance(run_id, str) else None
 
@@ -61,20 +48,8 @@ def outputs_in(directory: Path) -> list[str]:
     return found
 
 
-def describe(directory: Path, found: list[str]) -> str:
-    """The run in ``directory`` in a few words: its id and last epoch, or its files."""
-    run_id = run_id_of(directory)
-    epoch = read_pointer(directory).get("epoch")
-    parts = [f"run {run_id}" if run_id else "another run's outputs"]
-    if isinstance(epoch, int):
-        parts.append(f"after epoch {epoch}")
-    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
-    return f"{' '.join(parts)} ({shown})"
-
-
 def failed_start(directory: Path, found: list[str]) -> bool:
-    """Whether ``found`` are what a start that failed before its first epoch left: a record
-    and TensorBoard files, but no checkpoint, no latest.json and no epoch in metrics.jsonl."""
+    """Whether ``found`` is what a start that failed before its first epoch left."""
     if POINTER in found or any(CHECKPOINT.fullmatch(name) for name in found):
         return False
     try:
@@ -87,16 +62,12 @@ def failed_start(directory: Path, found: list[str]) -> bool:
 
 
 def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | None:
-    """Raise ConfigError when a run that would start afresh in ``directory`` finds another
-    run's outputs there. --resume auto continues that run; --resume PATH continues the run
-    whose checkpoint PATH is when PATH is in ``directory``. What a failed start left is
-    cleared instead, and the line saying so returned."""
+    """ConfigError where a new run finds another's outputs; a failed start's are cleared."""
     if resume == "auto":
         return None
     if resume is not None and Path(resume).resolve().parent == directory.resolve():
         return None
-    found = outputs_in(directory)
-    if not found:
+    if not (found := outputs_in(directory)):
         return None
     if failed_start(directory, found):
         for name in found:
@@ -106,20 +77,20 @@ def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | 
             f"{directory} held a start that stopped before its first epoch "
             f"({', '.join(found)}): cleared, starting afresh"
         )
-    raise refusal(f"{directory} holds {describe(directory, found)}", flag)
+    run_id, epoch = run_id_of(directory), read_pointer(directory).get("epoch")
+    held = f"run {run_id}" if run_id else "another run's outputs"
+    held += f" after epoch {epoch}" if isinstance(epoch, int) else ""
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    raise refusal(f"{directory} holds {held} ({shown})", flag)
 
 
 def output_flag(given: str | None = None) -> str:
-    """The output option a line names: the one given, the launch scripts' (OUTPUT_FLAG_ENV),
-    else train.py's --train_url."""
+    """The output option a line names: given, the launch scripts', else --train_url."""
     return given or os.environ.get(OUTPUT_FLAG_ENV) or "--train_url"
 
 
 def check_writable(directory: Path, flag: str | None = None) -> None:
-    """Make sure files can be written in ``directory`` (or, while it does not exist, in
-    the nearest folder above it, where it will be made): one line naming it and why not,
-    before anything is written."""
-    flag = output_flag(flag)
+    """One line when files cannot be written in ``directory`` (or the folder it goes in)."""
     existing = Path(directory).absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -129,15 +100,14 @@ def check_writable(directory: Path, flag: str | None = None) -> None:
         probe.unlink()
     except OSError as err:
         raise ConfigError(
-            f"cannot write to the output directory {directory}: {err.strerror}; give another {flag}"
+            f"cannot write to the output directory {directory}: {err.strerror}; "
+            f"give another {output_flag(flag)}"
         ) from err
 
 
 def refusal(held: str, flag: str | None = None) -> ConfigError:
-    """The one line a new run gets where ``held`` says another run is; ``flag`` names the
-    output option of the command that was used (the launch scripts say so in OUTPUT_FLAG_ENV)."""
-    flag = output_flag(flag)
+    """The one line a new run gets where ``held`` says another run is."""
     return ConfigError(
-        f"{held}: continue it with --resume auto, or give another {flag} "
+        f"{held}: continue it with --resume auto, or give another {output_flag(flag)} "
         "(a new run never overwrites another's outputs)"
     )

@@ -1,13 +1,4 @@
-"""Scalars and text for TensorBoard, without TensorBoard: its event-file format, by hand.
-
-Both frameworks write the same files (no TensorFlow, torch.utils.tensorboard or
-MindSpore's SummaryRecord needed), into train_url/tensorboard or, on OpenI's C2Net,
-the job's LOCAL_TENSORBOARD_PATH, which the platform shows. An event file is a
-sequence of TFRecords, each an Event message: wall_time (field 1, double), step (2,
-int64), then file_version (3, string), summary (5) or session_log (6). A Summary holds
-Values: tag (1), simple_value (2, float) for scalars; metadata (9) naming the text
-plugin and a string tensor (8) for text.
-"""
+"""Scalars and text for TensorBoard without TensorBoard: its event files, written by hand."""
 
 from __future__ import annotations
 
@@ -18,17 +9,13 @@ import time
 from pathlib import Path
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
+def _crc32c_of(crc: int) -> int:
+    for _ in range(8):
+        crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc
 
 
-TABLE = _crc32c_table()
+TABLE = [_crc32c_of(byte) for byte in range(256)]
 
 
 def _masked_crc(data: bytes) -> int:
@@ -38,6 +25,13 @@ def _masked_crc(data: bytes) -> int:
         crc = TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     crc ^= 0xFFFFFFFF
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _framed(record: bytes) -> bytes:
+    """One TFRecord: length, its CRC, the record, its CRC."""
+    length = struct.pack("<Q", len(record))
+    head = length + struct.pack("<I", _masked_crc(length))
+    return head + record + struct.pack("<I", _masked_crc(record))
 
 
 def _varint(value: int) -> bytes:
@@ -65,15 +59,12 @@ class EventWriter:
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}"
-        self.path = directory / name
         # Kept open: a run logging every step pays for a write, not an open and a close.
-        self.stream = self.path.open("ab")
+        self.stream = (directory / name).open("ab")
         self._write(_event(0, _field(3, b"brain.Event:2")))
 
     def _write(self, record: bytes) -> None:
-        length = struct.pack("<Q", len(record))
-        head = length + struct.pack("<I", _masked_crc(length))
-        self.stream.write(head + record + struct.pack("<I", _masked_crc(record)))
+        self.stream.write(_framed(record))
         # Whole records reach the file at once: TensorBoard (and an upload) may read it now.
         self.stream.flush()
 
@@ -141,16 +132,9 @@ def _records(data: bytes) -> list[bytes]:
 
 
 def truncate(directory: Path, step: int) -> None:
-    """Drop what earlier attempts wrote after ``step`` (a resumed run's checkpoint) from the
-    event files in ``directory``, so that each step is shown once after a resume."""
-    if not directory.is_dir():
-        return
+    """Drop what earlier attempts wrote after a resumed run's ``step``: each step shown once."""
     for path in sorted(directory.glob("events.out.tfevents.*")):
         kept = [r for r in _records(path.read_bytes()) if _step_of(r) <= step]
         tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("wb") as stream:
-            for record in kept:
-                length = struct.pack("<Q", len(record))
-                stream.write(length + struct.pack("<I", _masked_crc(length)) + record)
-                stream.write(struct.pack("<I", _masked_crc(record)))
+        tmp.write_bytes(b"".join(_framed(record) for record in kept))
         os.replace(tmp, path)

@@ -1,9 +1,5 @@
-"""MLflow tracking of one run, when the user has a server (MLFLOW_TRACKING_URI) and mlflow.
-
-Optional twice over: without the variable nothing happens, without the package one INFO
-line. MLflow must never fail or stall training: a server that does not answer is one
-WARNING and no tracking; any later MLflow error is one WARNING and the tracker turns off.
-"""
+"""MLflow tracking of one run, given MLFLOW_TRACKING_URI and mlflow. It never fails or stalls
+training: a server that does not answer, or any later error, is one WARNING and no tracking."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 RUN_TAG = "train_template.run_id"
 PROBE_SECONDS = 3.0
-# MLflow's client retries a failed request 7 times with doubling backoff, minutes in all:
-# for a server that goes away mid-run two quick retries are enough (the user's values win).
+# MLflow's client retries 7 times with doubling backoff (minutes): two quick ones will do.
 HTTP_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
@@ -30,17 +25,8 @@ HTTP_DEFAULTS = {
     # Its own "View run" line has emoji, which a C-locale stdout cannot encode: ours says it.
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
-# Servers before MLflow 2.x take 500 characters a param value (newer ones 6000); all take
-# keys of 250 and 100 params a batch request.
+# What every server takes: keys of 250 characters, values of 500 (before 2.x), 100 a batch.
 MAX_KEY, MAX_VALUE, PARAMS_PER_BATCH = 250, 500, 100
-
-
-def _redact(uri: str) -> str:
-    """The URI without a user name or password, for log lines."""
-    parts = urllib.parse.urlsplit(uri)
-    if "@" not in parts.netloc:
-        return uri
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _probe(uri: str) -> str | None:
@@ -70,7 +56,7 @@ def flatten(values: Mapping[str, object], prefix: str = "") -> dict[str, str]:
 
 
 def _open_run(client: object, run_id: str, output: Path, resumed: bool) -> tuple[str, str]:
-    """The experiment and MLflow run ids: the run tagged run_id when resumed, else a new one."""
+    """The experiment and MLflow run ids: the run tagged run_id when resumed, else new."""
     name = os.environ.get("MLFLOW_EXPERIMENT_NAME", "").strip()
     experiment = "0"  # MLflow's "Default" experiment, which every store has
     if name:
@@ -89,24 +75,24 @@ class Tracker:
     """MLflow logging for one run, or nothing."""
 
     def __init__(self, client: object, mlflow_run: str, where: str, resumed: bool) -> None:
-        # The client is None once finished or after an error: later calls do nothing.
+        # None once finished or after an error: later calls do nothing.
         self._client, self._run, self._where, self._resumed = client, mlflow_run, where, resumed
 
     @classmethod
     def start(cls, run_id: str, output: Path, resumed: bool) -> Tracker | None:
         """A tracker for run_id, a resumed run continuing its MLflow run; None if not tracking."""
-        uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
-        if not uri:
+        if not (uri := os.environ.get("MLFLOW_TRACKING_URI", "").strip()):
             return None
         try:
             from mlflow.tracking import MlflowClient
         except Exception as err:  # absent, or broken by another package's versions
             log.info("MLFLOW_TRACKING_URI is set, no mlflow to import (%s): not tracking", err)
             return None
-        where = _redact(uri)
+        where, parts = uri, urllib.parse.urlsplit(uri)
+        if "@" in parts.netloc:  # for log lines: no user name or password
+            where = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
         # Before MLflow's client, whose retries would hold training for minutes.
-        reason = _probe(uri)
-        if reason is not None:
+        if (reason := _probe(uri)) is not None:
             log.warning("MLflow server %s does not answer (%s): training without it", where, reason)
             return None
         for name, value in HTTP_DEFAULTS.items():
@@ -131,35 +117,31 @@ class Tracker:
             log.warning("MLflow server %s failed (%s): tracking off for this run", self._where, err)
 
     def params(self, hparams: Mapping[str, object]) -> None:
-        if self._client is None:
-            return
-        with self._guard() as client:
-            from mlflow.entities import Param
+        if self._client is not None:
+            with self._guard() as client:
+                from mlflow.entities import Param
 
-            flat = flatten(hparams)
-            if self._resumed:
-                # Params cannot change once logged: the first values stay (hparams.json has
-                # the new ones), and logging a changed value would be an error.
-                logged = client.get_run(self._run).data.params
-                flat = {key: value for key, value in flat.items() if key not in logged}
-            items = [Param(key, value) for key, value in flat.items()]
-            for i in range(0, len(items), PARAMS_PER_BATCH):
-                client.log_batch(self._run, params=items[i : i + PARAMS_PER_BATCH])
+                flat = flatten(hparams)
+                if self._resumed:
+                    # Logged params cannot change: the first values stay (hparams.json has all).
+                    logged = client.get_run(self._run).data.params
+                    flat = {key: value for key, value in flat.items() if key not in logged}
+                items = [Param(key, value) for key, value in flat.items()]
+                for i in range(0, len(items), PARAMS_PER_BATCH):
+                    client.log_batch(self._run, params=items[i : i + PARAMS_PER_BATCH])
 
     def metrics(self, values: Mapping[str, float], step: int) -> None:
-        if self._client is None:
-            return
-        with self._guard() as client:
-            from mlflow.entities import Metric
+        if self._client is not None:
+            with self._guard() as client:
+                from mlflow.entities import Metric
 
-            now = int(time.time() * 1000)
-            # A handful of values a call: far below the 1000 metrics a batch may carry.
-            items = [
-                Metric(key[:MAX_KEY], float(value), now, int(step))
-                for key, value in values.items()
-                if isinstance(value, numbers.Real)  # numpy scalars too; skip anything else
-            ]
-            client.log_batch(self._run, metrics=items)
+                now = int(time.time() * 1000)
+                items = [
+                    Metric(key[:MAX_KEY], float(value), now, int(step))
+                    for key, value in values.items()
+                    if isinstance(value, numbers.Real)  # numpy scalars too; skip anything else
+                ]
+                client.log_batch(self._run, metrics=items)
 
     def artifact(self, path: Path) -> None:
         if self._client is not None:

@@ -1,68 +1,32 @@
-"""A run's record read back: the options it was started with (hparams.json) and what its
-checkpoint says of its model and data, applied to the options of a command that works on
-that run. The one way eval.py, predict.py, export.py and a resumed train.py learn what a run
-was: the record wins over config.yaml, a flag given on the command line wins over the record
-(with a note when they differ), and a checkpoint's own word on its model and inputs wins over
-both, since its weights were made for them.
-"""
+"""A run's record read back and applied to a command's options: it wins over config.yaml, a
+flag over it (with a note), and the checkpoint's word on its model and inputs over both."""
 
 from __future__ import annotations
 
-import json
-import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from src.scaffold.config import Named, Places
 from src.scaffold.config.parse import convert
 from src.scaffold.errors import CheckpointError, ConfigError
-from src.scaffold.outputs.checkpoints import POINTER, find_latest, read_pointer
+from src.scaffold.outputs.checkpoints import POINTER, find_latest, read_json, read_pointer
 from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS
 from src.scaffold.storage import where as storage
 from src.scaffold.storage.once import Once
 from src.scaffold.storage.uploads import Remote
 
-# The options that shape a model's inputs and outputs: what eval.py, predict.py and
-# export.py take from the run, so that they read the data as it read it.
-INPUTS = (
-    "model",
-    "data_url",
-    "dataset_name",
-    "train_dir",
-    "test_dir",
-    "data_format",
-    "data_label_column",
-    "data_labels",
-    "data_resize",
-    "data_test_fraction",
-    "data_mean",
-    "data_std",
-    "seed",
-    "val_fraction",
-    "num_classes",
-    "batch_size",
-    "amp",
-    # MindSpore's: how the network is compiled and cast.
-    "context_mode",
-    "amp_level",
+# The options that shape a model's inputs and outputs, which eval, predict and export take.
+INPUTS = tuple(
+    "model data_url dataset_name train_dir test_dir data_format data_label_column data_labels"
+    " data_resize data_test_fraction data_mean data_std seed val_fraction num_classes"
+    " batch_size amp context_mode amp_level".split()
 )
-# What every attempt takes from its own command line and environment instead: where it
-# runs, how it was started, where it writes.
-OWN = (
-    "train_url",
-    "resume",
-    "pretrained",
-    "skip_layers",
-    "device_target",
-    "device_num",
-    "device_id",
-    "tensorboard_dir",
-    "config_path",
-    "smoke",
-    "strict",
+# What every attempt takes from its own command line and environment instead.
+OWN = tuple(
+    "train_url resume pretrained skip_layers device_target device_num device_id"
+    " tensorboard_dir config_path smoke strict".split()
 )
-# The checkpoint's meta (src/scaffold/data/splits.py's CHECKPOINT_META) by the option it
-# answers for.
+# The checkpoint's meta (data/splits.py's CHECKPOINT_META) by the option it answers for.
 FROM_CHECKPOINT = {
     "model_name": "model",
     "data_mean": "data_mean",
@@ -73,12 +37,8 @@ FROM_CHECKPOINT = {
 
 
 def recorded(directory: Path) -> dict[str, Any]:
-    """The options hparams.json in ``directory`` records (its newest attempt's), with the
-    model the run resolved where it asked for none; {} where there is no record."""
-    try:
-        values = json.loads((directory / HPARAMS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    """hparams.json's options (the newest attempt's, the resolved model); {} without one."""
+    values = read_json(directory / HPARAMS)
     if not isinstance(values, dict):
         return {}
     resolved = values.get("resolved") if isinstance(values.get("resolved"), dict) else {}
@@ -110,25 +70,15 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _from_checkpoint(meta: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint records of its model and inputs, as option values."""
-    values = {option: meta[key] for key, option in FROM_CHECKPOINT.items() if meta.get(key)}
-    if meta.get("numeric"):
-        values["data_labels"] = "values"
-    return values
+class Adopted(NamedTuple):
+    """The run's values where no flag said otherwise; the flags and config.yaml's that differ."""
 
-
-class Adopted:
-    """The options of a command on a run: ``changes``, the run's own values (by option name)
-    where no flag said otherwise; ``notes`` for the flags that differ from the run, ``kept``
-    for the options config.yaml now gives otherwise (the run's were kept)."""
-
-    def __init__(self, changes: dict[str, Any], notes: list[str], kept: list[str]) -> None:
-        self.changes, self.notes, self.kept = changes, notes, kept
+    changes: dict[str, Any]
+    notes: list[str]
+    kept: list[str]
 
     def lines(self) -> list[str]:
-        """What to tell the user: each flag that differs from the run, then the options
-        config.yaml gives otherwise, in one line."""
+        """Each flag that differs from the run, then config.yaml's other options in one line."""
         said = [f"note: {note}: using the flag's" for note in self.notes]
         if self.kept:
             said.append(
@@ -138,10 +88,6 @@ class Adopted:
             )
         return said
 
-    def log(self, logger: logging.Logger) -> None:
-        for line in self.lines():
-            logger.info("%s", line)
-
 
 def adopt(
     asked: Named,
@@ -150,40 +96,36 @@ def adopt(
     names: tuple[str, ...] | None,
     what: str,
 ) -> Adopted:
-    """The options ``names`` (None: every option but OWN) as the run's record and checkpoint
-    give them, where they differ from ``asked``. ``what`` names the checkpoint in the lines
-    (--resume PATH).
-
-    A --model given that is not the checkpoint's model is a ConfigError naming both: its
-    weights fit no other model."""
+    """The options ``names`` (None: all but OWN) as the run's record and checkpoint give them,
+    where they differ from ``asked``; ``what`` names the checkpoint in the lines. A --model
+    that is not the checkpoint's is a ConfigError: its weights fit no other model."""
     options = asked.declared
     wanted = [n for n in options if (n in names if names is not None else n not in OWN)]
-    base = Path(".")
     theirs: dict[str, Any] = {}
-    for name in wanted:
-        if name in record:
-            try:
-                theirs[name] = convert(options[name], record[name], base)
-            except Exception:  # noqa: BLE001 (an option another version wrote: not ours)
-                continue
-    for name, value in _from_checkpoint(meta).items():
+    for name in [n for n in wanted if n in record]:
+        try:
+            theirs[name] = convert(options[name], record[name], Path("."))
+        except Exception:  # noqa: BLE001 (an option another version wrote: not ours)
+            continue
+    from_checkpoint = {opt: meta[key] for key, opt in FROM_CHECKPOINT.items() if meta.get(key)}
+    if meta.get("numeric"):
+        from_checkpoint["data_labels"] = "values"
+    for name, value in from_checkpoint.items():
         if name in wanted:
-            theirs[name] = convert(options[name], value, base)
+            theirs[name] = convert(options[name], value, Path("."))
     model = theirs.get("model")
     if "model" in asked.given and model is not None and asked.values["model"] != model:
         raise ConfigError(
             f"{what} holds model {model}'s weights; --model {asked.values['model']} is another "
-            "model: "
-            f"leave --model out to use {model}"
+            f"model: leave --model out to use {model}"
         )
     notes, kept, changes = [], [], {}
     for name, value in theirs.items():
         current = asked.values[name]
         if _same(current, value):
             continue
-        flag = f"--{name}"
         if name in asked.given:
-            notes.append(f"{flag} {_shown(current)} differs from the run's {_shown(value)}")
+            notes.append(f"--{name} {_shown(current)} differs from the run's {_shown(value)}")
             continue
         changes[name] = value
         if not (name in ("data_mean", "data_std") and not current):  # computed by the run
@@ -192,9 +134,7 @@ def adopt(
 
 
 def model_mismatch(what: str, model: str, own: dict, theirs: dict) -> CheckpointError | None:
-    """One short line when a checkpoint's tensors (name -> shape) do not fit the model's:
-    the first tensor of another shape, and how many each side has that the other lacks; None
-    when they fit."""
+    """One line when a checkpoint's tensors (name -> shape) do not fit the model's, else None."""
     other = [name for name in own if name in theirs and tuple(own[name]) != tuple(theirs[name])]
     lacks = [name for name in own if name not in theirs]
     extra = [name for name in theirs if name not in own]
@@ -218,8 +158,7 @@ def model_mismatch(what: str, model: str, own: dict, theirs: dict) -> Checkpoint
 
 
 def fetch(output: Path, remote: Remote, suffix: str) -> None:
-    """A restarted job's outputs brought back from the platform (its latest.json, newest
-    checkpoint and record), once per node, when the local directory has no checkpoint."""
+    """A restarted job's last checkpoint and record from the platform, once per node."""
     if find_latest(output, suffix) is not None:
         return
 
@@ -234,9 +173,7 @@ def fetch(output: Path, remote: Remote, suffix: str) -> None:
 
 
 def continuing(asked: Named, places: Places, framework: Any) -> Adopted:
-    """A resumed run (--resume auto or PATH) with the options and model its record gives:
-    the run continues as it began, whatever config.yaml says now; flags still win. A new
-    run (no --resume) changes nothing. ``framework``: the backend's core module."""
+    """A resumed run's options and model, as its record gives them (flags still win)."""
     resume = asked.values["resume"]
     if resume is None:
         return Adopted({}, [], [])

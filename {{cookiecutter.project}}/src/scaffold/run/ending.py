@@ -1,7 +1,5 @@
-"""How an entry script's process ends: its exit status (main: a mistake is one line and
-status 2, a stop 128 + the signal), and, for a run that trained alone, leaving without the
-interpreter's teardown of the framework and what it imports (0.5 s and more on a CPU, in
-every time to accuracy); ranks of a job, failures and stops exit as usual."""
+"""How an entry script's process ends: its exit status, and a run that trained alone leaving
+without the interpreter's teardown of the framework (0.5 s and more on a CPU)."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from typing import Callable, NoReturn, Sequence
 from src.scaffold.backend import guards
 from src.scaffold.errors import Stopped, TrainError
 
-# The flag that shows the whole traceback of an error instead of its one line.
-DEBUG = "--debug"
+DEBUG = "--debug"  # the whole traceback of an error instead of its one line
 # The frameworks a project imports: without them, one line says which Python lacks them.
 FRAMEWORKS = ("torch", "torch_npu", "mindspore")
 # Set when this process trained alone (no process group) and saved everything.
@@ -29,23 +26,13 @@ def trained_alone() -> None:
 
 
 def leave(code: int) -> NoReturn:
-    """Exit with ``code``: after a run that trained alone, without the teardown, but with what
-    a normal exit does first (the other threads finished, the exit hooks run: TensorBoard,
-    MLflow, loader processes; the streams flushed)."""
-    # Only where train.py is the program: a tool running it inside its own (python -m
-    # cProfile, a debugger) writes what it gathered after the script returns.
+    """Exit with ``code``; after a run that trained alone, without the interpreter's teardown."""
+    # Only where train.py is the program: a tool running it (cProfile) writes after it returns.
     program = sys.modules.get("__main__")
     if code != 0 or not _ALONE or getattr(program, "leave", None) is not leave:
         sys.exit(code)
-    # What the interpreter's exit does first, in its order: the threads' exit hooks (such as
-    # concurrent.futures' pools) and the other threads joined; then the atexit hooks.
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()
-    else:
-        for thread in threading.enumerate():
-            if thread is not threading.current_thread() and not thread.daemon:
-                thread.join()
+    # The interpreter's exit in its order: threads' exit hooks and joins, then atexit hooks.
+    threading._shutdown()
     atexit._run_exitfuncs()
     logging.shutdown()
     sys.stdout.flush()
@@ -54,9 +41,7 @@ def leave(code: int) -> NoReturn:
 
 
 def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
-    """Call ``train(argv)``: a mistake in the input, or an error raised in your files, is one
-    line on stderr and exit status 2 (--debug: the whole traceback instead); a stop signal
-    exits 128 + its number once the outputs are saved."""
+    """Call ``train(argv)``: an error is one line and status 2, a stop 128 + the signal."""
     debug = DEBUG in argv
     argv = [arg for arg in argv if arg != DEBUG]
     try:

@@ -1,10 +1,4 @@
-"""What happens after every step and every epoch, for both frameworks (rank 0 only).
-
-After a step: progress, and every log_every steps the loss and learning rate in the
-run record; every validate_every optimizer steps a validation, every checkpoint_every a
-checkpoint the run can resume from inside the epoch. After an epoch: validation
-(whatever metrics src/step.py returns), the log line, the run record, the checkpoint
-(newest N plus the best by the monitored metric kept) and the upload to the platform."""
+"""What happens after every step and every epoch, the same for both frameworks."""
 
 from __future__ import annotations
 
@@ -38,15 +32,6 @@ class EarlyStop:
     best: float | None = None
     waited: int = 0
 
-    @classmethod
-    def asked(
-        cls, monitor: Monitor, patience: int | None, threshold: float | None
-    ) -> EarlyStop | None:
-        """The early stop config.yaml asks for; None when it asks for none."""
-        if patience is None and threshold is None:
-            return None
-        return cls(monitor, patience, threshold)
-
     def after(self, score: float) -> str | None:
         """Why the run stops after a validation that scored ``score``; None: it goes on."""
         metric, threshold = self.monitor.metric, self.threshold
@@ -65,8 +50,7 @@ class EarlyStop:
 
 
 class EpochEnd:
-    """The shared end of an epoch; only rank 0 evaluates, saves, records and uploads, and
-    decides whether the run stops early (``stopping``; the backend tells the other ranks)."""
+    """The end of an epoch: rank 0 evaluates, saves, records, uploads, and sets ``stopping``."""
 
     def __init__(
         self,
@@ -83,15 +67,12 @@ class EpochEnd:
         every: tuple[int | None, int | None] = (None, None),
     ) -> None:
         self.backend, self.task, self.plan, self.record = backend, task, plan, record
-        # What every checkpoint carries besides the weights: the model, classes, shape,
-        # normalisation (a checkpoint is usable without the run that made it).
+        # What checkpoints carry besides the weights: usable without the run that made them.
         self.meta = meta or {}
         self.retention, self.uploader = retention, uploader
         self.epoch_size, self.progress = epoch_size, progress
-        self.seconds: list[float] = []
         self.first_loss: float | None = None
-        self.warned = False
-        self.stepped = False
+        self.warned = self.stepped = False
         self.lr: Callable[[], float] = lambda: float("nan")
         self.early, self.stopping, self.epoch = early, False, 0
         # validate_every and checkpoint_every, in optimizer steps; the steps taken so far.
@@ -99,17 +80,10 @@ class EpochEnd:
         epoch, inside = plan.begun
         self.updates = plan.updates_by(plan.steps_done(max(epoch - 1, 0)) + inside)
 
-    @property
-    def global_batch(self) -> int:
-        return self.plan.batch_size * self.plan.world_size
-
     def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
-        """After training step ``step`` (1-based, counted over the whole run): ``loss`` and
-        ``lr`` read that step's loss and learning rate, only when they are reported (reading
-        a loss waits for the device)."""
+        """After step ``step`` (1-based, of the run); reading ``loss`` waits for the device."""
         self.lr = lr
-        progress = self.progress
-        if progress is None:
+        if (progress := self.progress) is None:
             return
         self._every(step)
         if not self.stepped:
@@ -128,9 +102,7 @@ class EpochEnd:
             self.record.log("step", values, step, epoch)
 
     def _every(self, step: int) -> None:
-        """validate_every and checkpoint_every: after the optimizer step that completes a
-        multiple (a sink of several steps: one that passes it), inside an epoch; at its
-        end the epoch's own validation and checkpoint come anyway."""
+        """validate_every and checkpoint_every: after the optimizer step that reaches a multiple."""
         plan = self.plan
         before, self.updates = self.updates, plan.updates_by(step)
         epoch = plan.epoch_of(step)
@@ -143,11 +115,8 @@ class EpochEnd:
             log.info("step %d (epoch %d)  val %s", step, epoch, _scores(val))
         if save is not None and self.updates // save > before // save:
             self._checkpoint(epoch, None, step)
-            if self.uploader is not None:
-                self.uploader.sync()
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
-        self.seconds.append(seconds)
         self.epoch = epoch
         step = self.plan.steps_done(epoch)
         # Every rank: the mean over the ranks is the same number everywhere.
@@ -156,7 +125,7 @@ class EpochEnd:
             return
         self._watch_growth(epoch, train_loss)
         steps = step - self.plan.steps_done(epoch - 1) - self.plan.skipped(epoch)
-        throughput = steps * self.global_batch / max(seconds, 1e-9)
+        throughput = steps * self.plan.batch_size * self.plan.world_size / max(seconds, 1e-9)
         done = {"loss": train_loss, "lr": self.lr(), "samples_per_s": throughput}
         self.record.log("train", {**done, "seconds": seconds}, step, epoch)
         val = self.backend.evaluate("val")
@@ -167,8 +136,6 @@ class EpochEnd:
             *(epoch, self.epoch_size, train_loss, throughput, _scores(val)),
         )
         self._checkpoint(epoch, val[self.task.monitor.metric])
-        if self.uploader is not None:
-            self.uploader.sync()
         reason = None if self.early is None else self.early.after(val[self.task.monitor.metric])
         if reason is not None:
             self.stopping = True
@@ -176,8 +143,7 @@ class EpochEnd:
             self.record.log("stop", {}, step, epoch, reason=reason)
 
     def _watch_growth(self, epoch: int, train_loss: float) -> None:
-        """One WARNING when an epoch's train loss is GROWTH times the first's: a learning
-        rate too high diverges through finite numbers before it reaches nan."""
+        """One WARNING at GROWTH times the first loss: a divergence before it reaches nan."""
         if self.first_loss is None:
             self.first_loss = train_loss
         elif not self.warned and train_loss > GROWTH * max(self.first_loss, 1e-12):
@@ -189,27 +155,25 @@ class EpochEnd:
             )
 
     def _checkpoint(self, epoch: int, score: float | None, step: int | None = None) -> None:
-        """Epoch's own checkpoint, or (``step``) one inside it: its "epoch" is then the
-        epochs finished, its "batches" those of this one (where a resume starts)."""
-        path = self.retention.directory / name(
-            epoch, self.backend.suffix, self.retention.model, step
-        )
+        """The epoch's checkpoint, or one at ``step`` inside it, saved and uploaded."""
+        kept = self.retention
+        path = kept.directory / name(epoch, self.backend.suffix, kept.model, step)
         done = {"epoch": epoch, "seed": self.plan.seed}
         if step is not None:
             done.update(epoch=epoch - 1, batches=step - self.plan.steps_done(epoch - 1))
         self.backend.save(path, {**done, **self.meta})
         self.record.add_artifact(path)
-        for dropped in self.retention.saved(epoch, score, step):
+        for dropped in kept.saved(epoch, score, step):
             self.record.remove_artifact(Path(dropped))
+        if self.uploader is not None:
+            self.uploader.sync()
 
-    def test(self, epoch: int) -> dict[str, float]:
-        """Score the test set once, at the end of training (rank 0): the weights of the last
-        epoch, its checkpoint's (eval.py --checkpoint last gives the same numbers)."""
+    def test(self, epoch: int) -> None:
+        """Score the test set once at the end, as eval.py --checkpoint last would (rank 0)."""
         test = self.backend.evaluate("test")
         last = name(epoch, self.backend.suffix, self.retention.model)
         self.record.log("test", test, self.plan.steps_done(epoch), epoch, checkpoint=last)
         log.info("test (the last checkpoint, %s) %s", last, _scores(test))
-        return test
 
 
 def _scores(metrics: dict[str, float]) -> str:

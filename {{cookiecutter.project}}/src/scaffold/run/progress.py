@@ -1,9 +1,5 @@
-"""Progress of a run on rank 0: every log_every steps one line with the step, the loss,
-the learning rate, samples/s and the time left; on a terminal, a progress bar instead.
-
-Platform logs (OpenI, ModelArts, kubectl logs, the launchers' files) are not terminals,
-so they get the lines; the bar needs tqdm, and without it a terminal gets lines too.
-"""
+"""Progress on rank 0: a line every log_every steps (step, loss, lr, samples/s, time left), or
+on a terminal with tqdm a progress bar (platform logs are not terminals)."""
 
 from __future__ import annotations
 
@@ -18,15 +14,10 @@ QUIET_S = 30.0
 log = logging.getLogger("train")
 
 
-def _clock(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
-
-
 def _bar(total: int, done: int) -> Any:
     try:
         from tqdm import tqdm
-    except ImportError:
+    except ImportError:  # a terminal gets lines then
         return None
     return tqdm(total=total, initial=done, unit="step", dynamic_ncols=True, file=sys.stdout)
 
@@ -41,9 +32,7 @@ class Progress:
         self.bar = _bar(total, done) if bar else None
 
     def due(self, step: int) -> bool:
-        """Whether step ``step`` (1-based, of the whole run) is one to report: every
-        log_every steps, the last, and any step QUIET_S seconds after the last report (a
-        slow epoch is never silent for long)."""
+        """Every log_every steps, the last, and any step QUIET_S seconds after the last one."""
         if step % self.every == 0 or step == self.total:
             return True
         return time.perf_counter() - self.last_time >= QUIET_S
@@ -61,9 +50,10 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"epoch {epoch} loss {loss:.4f} lr {lr:.4g}", refresh=False)
         else:
+            minutes, secs = divmod(int(left), 60)
             log.info(
-                "epoch %s  step %d/%d  loss %.4f  lr %.4g  %.0f samples/s  ETA %s",
-                *(epoch, step, self.total, loss, lr, rate, _clock(left)),
+                "epoch %s  step %d/%d  loss %.4f  lr %.4g  %.0f samples/s  ETA %d:%02d:%02d",
+                *(epoch, step, self.total, loss, lr, rate, minutes // 60, minutes % 60, secs),
             )
         return rate
 

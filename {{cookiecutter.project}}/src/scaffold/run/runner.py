@@ -1,12 +1,5 @@
-"""One training run, the same for both frameworks: what train.py's run() and main() do.
-
-Order of a run: the framework's device and process group (the Backend train.py
-chose); storage (data onto the node once, outputs' destination); the splits, read by
-the Task's readers; where to start (resume or pretrained weights); the epochs, each
-ending in src/scaffold/run/epochs.py; the test set; the last upload. A stop (SIGTERM from the
-platform's stop button, Ctrl-C) or a failure still uploads what the finished
-epochs left before the process exits non-zero.
-"""
+"""One training run, the same for both frameworks, from the device to the last upload; a stop
+(SIGTERM, Ctrl-C) or a failure still uploads what the finished epochs left."""
 
 from __future__ import annotations
 
@@ -14,7 +7,6 @@ import contextlib
 import logging
 import signal
 import sys
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,14 +16,12 @@ from src.scaffold.backend.api import Backend, Framework
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import Config
 from src.scaffold.data import finder, sharding
-from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
 from src.scaffold.errors import Stopped, StorageError
 from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
 from src.scaffold.outputs.record import HPARAMS, RunRecord
-from src.scaffold.run import ending
+from src.scaffold.run import ending, hostline
 from src.scaffold.run.epochs import EarlyStop, EpochEnd
-from src.scaffold.run.hostline import host_line
 from src.scaffold.run.progress import Progress
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage import where as storage
@@ -44,10 +34,9 @@ STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 FINISHED = "training finished"
 
 
-@contextmanager
+@contextlib.contextmanager
 def stopping() -> Iterator[None]:
-    """Turn the first stop signal into Stopped in the main thread; later ones wait for the
-    upload that follows (the platform kills the job after its grace period anyway)."""
+    """The first stop signal raises Stopped in the main thread; later ones wait for the upload."""
     stopped = []
 
     def handler(signum: int, frame: object) -> None:
@@ -66,10 +55,8 @@ def stopping() -> Iterator[None]:
 
 
 def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, int, bool, int]:
-    """(first epoch, data-order seed, resumed, batches of the first epoch trained already):
-    from a checkpoint, else epoch 1 with pretrained weights if any. Resumed also when
-    --resume auto finds the record of a run that ended before its first checkpoint: that
-    run starts again."""
+    """(first epoch, seed, resumed, batches of it done): a checkpoint's, else epoch 1 (and
+    pretrained weights); resumed also where --resume auto finds a run with no checkpoint."""
     path = Path(cfg.resume) if cfg.resume not in (None, "auto") else None
     if cfg.resume == "auto":
         # Fetched from the platform already, where the outputs live there (truth.continuing).
@@ -95,39 +82,6 @@ def _start(cfg: Config, where: storage.Storage, backend: Backend) -> tuple[int, 
     return 1, cfg.seed, again, 0
 
 
-def _check_fresh(resume: Path | str | None, where: storage.Storage) -> None:
-    """Stop a new run whose output directory, here or on the platform, holds another run."""
-    cleared = rundir.check_fresh(where.output, resume)
-    if cleared:
-        log.info("%s", cleared)
-    rundir.check_writable(where.output)
-    remote = where.remote
-    if resume is None and remote is not None and remote.holds(HPARAMS):
-        raise rundir.refusal(f"{remote.where} holds another run's outputs")
-
-
-def _run_id(resume: Path | str | None, output: Path) -> str:
-    """The run's id: the one its record gives when it continues (--resume), else a new one."""
-    return (resume is not None and rundir.run_id_of(output)) or rundir.new_run_id()
-
-
-def _record(
-    cfg: Config, where: storage.Storage, rank: int, after: int | None, run_id: str
-) -> RunRecord:
-    """The run record of rank 0: TensorBoard files unless turned off; MLflow when the user
-    has a server (MLFLOW_TRACKING_URI)."""
-    output = where.output
-    board = None
-    if cfg.tensorboard:
-        board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
-    tracker = None
-    if rank == 0:
-        from src.scaffold.outputs.tracking import Tracker
-
-        tracker = Tracker.start(run_id, output, after is not None)
-    return RunRecord(output, run_id, rank == 0, after, board, tracker)
-
-
 def _train(
     cfg: Config,
     task: Task,
@@ -136,32 +90,38 @@ def _train(
     uploader: Uploader | None,
     asked: dict[str, Any],
 ) -> None:
-    """Train as cfg (resolved to this node's places) says; ``asked``: the options as they
-    were given, for the record."""
-    smoke = cfg.smoke_sizes(backend.world_size)
-    source = cfg.source(where.data)
+    """Train as cfg says; ``asked``: the options as they were given, for the record."""
+    source, smoke = cfg.source(where.data), cfg.smoke_sizes(backend.world_size)
     splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
     sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)
-    place = (backend.world_size, backend.rank)
-    plan = BatchPlan(len(splits.train), cfg.batch_size, *place, cfg.seed, cfg.max_steps)
-    plan = replace(plan, accumulate=backend.accumulate)
+    place = (backend.world_size, backend.rank, cfg.seed, cfg.max_steps)
+    plan = sharding.BatchPlan(
+        len(splits.train), cfg.batch_size, *place, accumulate=backend.accumulate
+    )
     last = plan.last_epoch(cfg.epoch_size)
     total = plan.steps_done(last)
     # The schedule counts optimizer steps: one per `accumulate` batches.
     schedule = Schedule.of(cfg.schedule, cfg.lr, plan.updates_per_epoch, plan.updates_done(last))
     backend.setup(splits, schedule)
-    # The monitored metric among those src/step.py returned on the batch the model was
-    # tried on: said before the first step, and before anything is written.
+    # The monitored metric among src/step.py's on the trial batch: said before anything is written.
     task.check_metrics(backend.sample_metrics)
     first, seed, resumed, inside = _start(cfg, where, backend)
     plan = replace(plan, seed=seed, begun=(first, inside))
-    output = where.output
+    output, run_id, rank = where.output, asked["run_id"], backend.rank
     if uploader is not None and resumed:
         uploader.mark_present([p.name for p in output.iterdir() if p.is_file()])
     after = plan.steps_done(first - 1) + inside if resumed else None
-    record = _record(cfg, where, backend.rank, after, asked["run_id"])
+    board = None
+    if cfg.tensorboard:
+        board = cfg.tensorboard_dir or where.tensorboard or output / rundir.TENSORBOARD
+    tracker = None
+    if rank == 0:
+        from src.scaffold.outputs.tracking import Tracker
+
+        tracker = Tracker.start(run_id, output, after is not None)
+    record = RunRecord(output, run_id, rank == 0, after, board, tracker)
     try:
         span = (first, last, total)
         _epochs(cfg, task, backend, where, splits, plan, record, uploader, span, asked)
@@ -169,8 +129,7 @@ def _train(
         record.finish(failed=True)
         raise
     record.finish(failed=False)
-    # Every rank's last word: ranks that trained as one hold the same parameters (buffers,
-    # such as BatchNorm's running statistics, are each rank's own and may differ).
+    # Every rank's last word: ranks that trained as one hold the same parameters.
     print(f"{backend.placement}: finished, parameters {backend.weights_digest()}", flush=True)
 
 
@@ -180,7 +139,7 @@ def _epochs(
     backend: Backend,
     where: storage.Storage,
     splits: Splits,
-    plan: BatchPlan,
+    plan: sharding.BatchPlan,
     record: RunRecord,
     uploader: Uploader | None,
     span: tuple[int, int, int],
@@ -197,28 +156,27 @@ def _epochs(
     options = {key: value for key, value in asked.items() if key != "run_id"}
     record.log_hparams({**options, "resolved": resolved})
     name, keep = task.model(cfg.model).name, cfg.keep_checkpoints
-    retention = checkpoints.Retention.resume(where.output, backend.suffix, keep, name, task.monitor)
-    global_batch = launch["global_batch_size"]
+    policy = checkpoints.Retention.resume(where.output, backend.suffix, keep, name, task.monitor)
     progress = None
     if backend.rank == 0:
-        bar = sys.stdout.isatty()
         begun = plan.steps_done(first - 1) + plan.skipped(first)
-        progress = Progress(total, begun, cfg.log_every, global_batch, bar)
+        batch = launch["global_batch_size"]
+        progress = Progress(total, begun, cfg.log_every, batch, sys.stdout.isatty())
     meta = {"model_name": name, **splits.info.checkpoint_meta()}
-    early = EarlyStop.asked(task.monitor, cfg.early_stop.patience, cfg.early_stop.threshold)
-    every = (cfg.validate_every, cfg.checkpoint_every)
+    # With neither patience nor threshold set (early_stop off) it never stops the run.
+    early = EarlyStop(task.monitor, cfg.early_stop.patience, cfg.early_stop.threshold)
     hook = EpochEnd(
         backend,
         task,
         plan,
         record,
-        retention,
+        policy,
         uploader,
         cfg.epoch_size,
         progress,
         meta,
         early,
-        every,
+        (cfg.validate_every, cfg.checkpoint_every),
     )
     log.info(
         "training on %d x %s: %d samples, %d held out for validation, %d for the test",
@@ -243,16 +201,8 @@ class _Format(logging.Formatter):
         return super().format(record)
 
 
-def _configure_logging(rank: int) -> None:
-    # Only rank 0 reports progress; the others speak up for warnings.
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(_Format("%(asctime)s %(level)s%(message)s"))
-    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING, handlers=[handler])
-
-
 def _upload_on_the_way_out(uploader: Uploader | None) -> None:
-    """The last upload of a failed or stopped run: its failure is logged, not raised, so the
-    reason the run ended stays the error reported."""
+    """A failed or stopped run's last upload: its failure is logged, not raised."""
     if uploader is not None:
         try:
             uploader.sync(final=True)
@@ -261,33 +211,33 @@ def _upload_on_the_way_out(uploader: Uploader | None) -> None:
 
 
 def _announce(cfg: Config, backend: Backend, adopted: truth.Adopted) -> None:
-    """The first lines of a rank's log: where it stands (the first line to read when ranks
-    disagree), the run's own options where a resumed run took them, the devices, the host."""
-    _configure_logging(backend.rank)
+    """A rank's first lines: where it stands, the options a resumed run took, the devices."""
+    # Only rank 0 reports progress; the others speak up for warnings.
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(_Format("%(asctime)s %(level)s%(message)s"))
+    level = logging.INFO if backend.rank == 0 else logging.WARNING
+    logging.basicConfig(level=level, handlers=[handler])
     print(backend.placement, flush=True)
-    adopted.log(log)
+    for line in adopted.lines():
+        log.info("%s", line)
     if backend.unseen:
         log.warning("%s", backend.unseen)
-    idle = devices.idle(backend.device, backend.world_size)
-    if idle:
+    if idle := devices.idle(backend.device, backend.world_size):
         log.warning("%s", idle)
-    checked = host_line(cfg.strict)  # in the project's images only
-    if checked:
+    if checked := hostline.host_line(cfg.strict):  # in the project's images only
         (log.warning if checked[1] else log.info)("%s", checked[0])
     if cfg.ignored_args:
         log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
 
 
 def backend_of(framework: Framework, cfg: Config, task: Task) -> Backend:
-    """The framework's Backend, given the options it reads (its OPTIONS, by name) and those
-    src/step.py's optimizer names."""
+    """The framework's Backend, given its OPTIONS and those src/step.py's optimizer names."""
     args = task.step.optimizer_args(cfg.named().values)
     return framework.create(cfg.pick(framework.OPTIONS, optimizer=args), task)
 
 
 def run(task: Task, cfg: Config, framework: Framework) -> None:
-    """Train ``task`` as cfg says with the Backend the framework's core module creates;
-    raises TrainError subclasses for what the user must fix."""
+    """Train ``task`` as cfg says with the framework's Backend; TrainError: the user's to fix."""
     TIMELINE.mark("interpreter and imports")
     # A resumed run continues with its own options and model (its record), not config.yaml's.
     adopted = truth.continuing(cfg.named(), cfg.places(), framework)
@@ -303,18 +253,21 @@ def run(task: Task, cfg: Config, framework: Framework) -> None:
         _announce(cfg, backend, adopted)
         with stopping():
             asked = cfg.hparams()
-            # This node's places: what the options asked for, resolved (they keep auto).
             where = storage.prepare(cfg.places())
-            marker = None
             if backend.rank == 0:
                 # Before anything is written: a new run never mixes with another's outputs.
-                _check_fresh(cfg.resume, where)
-            asked["run_id"] = _run_id(cfg.resume, where.output)
+                if cleared := rundir.check_fresh(where.output, cfg.resume):
+                    log.info("%s", cleared)
+                rundir.check_writable(where.output)
+                remote = where.remote  # the platform's side
+                if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
+                    raise rundir.refusal(f"{remote.where} holds another run's outputs")
+            previous = rundir.run_id_of(where.output) if cfg.resume is not None else None
+            asked["run_id"] = previous or rundir.new_run_id()
+            marker, uploader = None, None
             if backend.rank == 0:
                 marker = live.Marker(where.output, asked["run_id"])
-            uploader = (
-                Uploader(where.output, where.remote, where.uploads) if backend.rank == 0 else None
-            )
+                uploader = Uploader(where.output, where.remote, where.uploads)
             try:
                 _train(cfg, task, where, backend, uploader, asked)
             except BaseException:

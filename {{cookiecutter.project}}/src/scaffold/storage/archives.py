@@ -1,6 +1,4 @@
-"""Datasets that arrive as archives (.zip, .tar.gz): a dataset's name from its archive's, and
-the archive unpacked next to itself once per node, refusing members that would land outside
-it. Used where the data is found (data/finder.py) and where C2Net copies it (c2net.py)."""
+"""Datasets as archives (.zip, .tar.gz): unpacked next to themselves once per node, safely."""
 
 from __future__ import annotations
 
@@ -26,12 +24,10 @@ def archive_stem(path: Path) -> str | None:
 
 
 def _check_members(handle: tarfile.TarFile) -> None:
-    """Refuse what the 'data' filter refuses, on Pythons that lack it: absolute names,
-    names that climb out with '..', and links that point out of the tree."""
+    """Refuse what the 'data' filter refuses, where missing: names or links out of the tree."""
     for member in handle.getmembers():
         for name in (member.name, member.linkname if member.issym() or member.islnk() else ""):
-            parts = Path(name).parts
-            if name and (Path(name).is_absolute() or ".." in parts):
+            if name and (Path(name).is_absolute() or ".." in Path(name).parts):
                 raise tarfile.TarError(f"{member.name!r} would land outside the dataset")
         if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
             raise tarfile.TarError(f"{member.name!r} is a device or pipe, not data")
@@ -46,8 +42,7 @@ def _extract(archive: Path, dest: Path) -> None:
                 handle.extractall(tmp)  # zipfile drops absolute paths and '..' itself
         else:
             with tarfile.open(archive) as handle:
-                if hasattr(tarfile, "data_filter"):
-                    # The 'data' filter refuses links out of the tree and absolute names.
+                if hasattr(tarfile, "data_filter"):  # refuses links out and absolute names
                     handle.extractall(tmp, filter="data")
                 else:
                     _check_members(handle)

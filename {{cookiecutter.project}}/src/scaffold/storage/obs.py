@@ -1,12 +1,11 @@
-"""Object storage (OBS) through moxing, the client OpenI's NPU jobs and ModelArts ship.
-
-Every moxing error, of whatever type, becomes one StorageError naming both ends.
-"""
+"""Object storage (OBS) through moxing; every moxing error becomes one StorageError."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from types import ModuleType
+from typing import Iterator
 
 from src.scaffold.errors import StorageError
 
@@ -34,34 +33,29 @@ def require_moxing(why: str) -> ModuleType:
     return mox
 
 
-def _reason(err: Exception) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
+@contextlib.contextmanager
+def _moxing(what: str) -> Iterator[ModuleType]:
+    """moxing, for ``what``; any error it raises becomes one StorageError saying ``what``."""
+    mox = require_moxing(what)
+    try:
+        yield mox
+    except Exception as err:  # moxing and the OBS client raise types of their own
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise StorageError(f"{what} failed: {reason}") from err
 
 
 def copy(source: str, dest: str, tree: bool = True) -> None:
     """Copy a directory tree (or one file, tree=False) between OBS and the node."""
-    mox = require_moxing(f"copying {source} to {dest}")
-    try:
-        if tree:
-            mox.file.copy_parallel(source, dest)
-        else:
-            mox.file.copy(source, dest)
-    except Exception as err:  # moxing and the OBS client raise types of their own
-        raise StorageError(f"copying {source} to {dest} failed: {_reason(err)}") from err
+    with _moxing(f"copying {source} to {dest}") as mox:
+        (mox.file.copy_parallel if tree else mox.file.copy)(source, dest)
 
 
 def exists(url: str) -> bool:
-    mox = require_moxing(f"looking for {url}")
-    try:
+    with _moxing(f"looking for {url}") as mox:
         return bool(mox.file.exists(url))
-    except Exception as err:  # as above
-        raise StorageError(f"looking for {url} failed: {_reason(err)}") from err
 
 
 def remove(url: str) -> None:
     """Delete one object; an old checkpoint the retention policy dropped."""
-    mox = require_moxing(f"removing {url}")
-    try:
+    with _moxing(f"removing {url}") as mox:
         mox.file.remove(url, recursive=False)
-    except Exception as err:  # as above
-        raise StorageError(f"removing {url} failed: {_reason(err)}") from err

@@ -1,15 +1,4 @@
-"""Run a step once per node, whichever of the node's processes gets there first.
-
-The process that creates ``.<name>.lock`` (O_EXCL: exactly one can) runs the
-step; the others wait for ``.<name>.done`` (written only after success) or
-``.<name>.failed`` (holding the reason, so that they fail at once rather than
-at their timeout). No device id or rank is involved: a job on devices 4-7, or an
-msrun scheduler that never arrives, cannot leave a node without its copier.
-
-A done marker names what was done (``key``): a later run asking for the same
-thing reuses it, as the platforms' own caches do. A lock whose process is gone
-(a run killed mid-copy) is taken over.
-"""
+"""Run a step once per node: the process creating ``.<name>.lock`` runs it, others wait for it."""
 
 from __future__ import annotations
 
@@ -24,8 +13,7 @@ from src.scaffold.errors import StorageError
 
 
 def process_age() -> float:
-    """Seconds since this process started (Linux: /proc); 0 where unknown or implausible
-    (negative, or over a minute: a long-lived interpreter importing this late)."""
+    """Seconds since this process started (/proc); 0 when unknown, negative or over a minute."""
     try:
         with open("/proc/self/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
@@ -38,14 +26,13 @@ def process_age() -> float:
 
 
 POLL_S = 0.2
-# Markers written before this process started belong to an earlier run. The process's
-# start as the kernel records it, not this import: a node's processes start together,
-# but one starved of CPU may reach this module seconds after another's copy failed.
+# Markers older than this process belong to an earlier run. Its start as the kernel records
+# it, not this import: a process starved of CPU may import this after another's copy failed.
 STARTED = time.time() - process_age() - 1.0
 
 
 def _write(path: Path, value: dict) -> None:
-    # Write then rename: a waiting process never reads half a marker.
+    """Write then rename: a waiting process never reads half a marker."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -66,10 +53,8 @@ def _holder_gone(lock: Path) -> bool:
         return False
     try:
         os.kill(holder["pid"], 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
+    except (ProcessLookupError, PermissionError) as err:  # PermissionError: alive, not ours
+        return isinstance(err, ProcessLookupError)
     return False
 
 
@@ -107,18 +92,13 @@ class Once:
         except StorageError as err:
             _write(self.failed, {"key": self.key, "reason": str(err)})
             raise
-        else:
-            # Done before the lock goes: a process that takes the lock next must see it,
-            # or it would run the step a second time.
+        else:  # done before the lock goes, or the next to take the lock would run it again
             _write(self.done, {"key": self.key, "time": time.time()})
         finally:
             self.lock.unlink(missing_ok=True)
 
     def run(self, step: Callable[[], None], what: str, timeout_s: float) -> bool:
-        """Run ``step`` here, or wait for the process that runs it; True when this one ran it.
-
-        Only a StorageError from the step is shared with the waiting processes.
-        """
+        """Run ``step`` here or wait for whoever runs it (its StorageError shared); True if here."""
         deadline = time.monotonic() + timeout_s
         while not self.is_done():
             # The copier's failure first: its lock is gone by now, but not for another try.
@@ -126,21 +106,18 @@ class Once:
             if reason is not None:
                 raise StorageError(f"the node's copier could not finish: {reason}")
             if self._acquire():
-                if self.is_done() or self._failure() is not None:
-                    # Done, or failed, between the checks above and the lock: the loop's
-                    # checks return or raise, as for a process that came after.
-                    self.lock.unlink(missing_ok=True)
-                    continue
-                self._run(step)
-                return True
-            if _holder_gone(self.lock):
+                if not (self.is_done() or self._failure() is not None):
+                    self._run(step)
+                    return True
+                self.lock.unlink(missing_ok=True)  # done or failed since: the checks above say
+            elif _holder_gone(self.lock):
                 self.lock.unlink(missing_ok=True)
-                continue
-            if time.monotonic() > deadline:
+            elif time.monotonic() > deadline:
                 raise StorageError(
                     f"waited {timeout_s:g} s for another process of this node to {what} "
                     f"(no {self.done.name} in {self.done.parent}); TRAIN_STAGE_TIMEOUT sets "
                     "the wait"
                 )
-            time.sleep(POLL_S)
+            else:
+                time.sleep(POLL_S)
         return False

@@ -1,10 +1,4 @@
-"""How copies to and from the platform's storage are retried.
-
-TRAIN_UPLOAD_RETRIES and TRAIN_DOWNLOAD_RETRIES: retries after a failed copy, a whole
-number (0: try once); default 2, so 3 attempts. TRAIN_UPLOAD_BACKOFF and
-TRAIN_DOWNLOAD_BACKOFF: seconds before the first retry, doubled for each next one;
-default 2. Both are read when the run starts: a bad value stops it before any copy.
-"""
+"""Retries of copies: TRAIN_{UPLOAD,DOWNLOAD}_RETRIES (default 2) and _BACKOFF (2 s, doubled)."""
 
 from __future__ import annotations
 
@@ -18,8 +12,6 @@ from src.scaffold.errors import ConfigError, StorageError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-DEFAULT_RETRIES = 2
-DEFAULT_BACKOFF_S = 2.0
 
 
 def _number(name: str, default: float, whole: bool) -> float:
@@ -46,8 +38,8 @@ class Retry:
     @classmethod
     def read(cls, direction: str) -> Retry:
         """The policy for ``direction``, "UPLOAD" or "DOWNLOAD", from the environment."""
-        retries = _number(f"TRAIN_{direction}_RETRIES", DEFAULT_RETRIES, whole=True)
-        backoff = _number(f"TRAIN_{direction}_BACKOFF", DEFAULT_BACKOFF_S, whole=False)
+        retries = _number(f"TRAIN_{direction}_RETRIES", 2, whole=True)
+        backoff = _number(f"TRAIN_{direction}_BACKOFF", 2.0, whole=False)
         return cls(int(retries) + 1, backoff)
 
     def waits(self) -> list[float]:
@@ -55,8 +47,7 @@ class Retry:
         return [self.backoff * 2**n for n in range(self.attempts - 1)]
 
     def run(self, action: Callable[[], T], what: str) -> T:
-        """``action()``, tried again after a StorageError; the last error is raised with the
-        number of attempts."""
+        """``action()``, tried again after a StorageError; the last one is raised, with a count."""
         for attempt, wait in enumerate([*self.waits(), None], start=1):
             try:
                 return action()

@@ -1,11 +1,4 @@
-"""Outputs to the platform: after every epoch, once more at the end, on failure and on a stop.
-
-Only rank 0 uploads. Each file goes up once per change (a checkpoint once, the
-record files as they grow), and files the checkpoint policy dropped are removed
-remotely too. A per-epoch upload that fails is retried with backoff and, if it
-still fails, left for the next one with a warning: training goes on. The final
-upload must succeed, or the job fails; only then is it reported done.
-"""
+"""Outputs uploaded by rank 0, each file once per change: per epoch (may fail), and at the end."""
 
 from __future__ import annotations
 
@@ -26,11 +19,8 @@ class Remote(Protocol):
     where: str
 
     def put(self, local: Path, names: list[str]) -> None: ...
-
     def delete(self, names: list[str]) -> None: ...
-
     def get(self, names: list[str], local: Path) -> list[str]: ...
-
     def holds(self, name: str) -> bool: ...
 
 
@@ -53,12 +43,10 @@ class ObsRemote:
 
     def get(self, names: list[str], local: Path) -> list[str]:
         """Fetch those of ``names`` that exist remotely; return them."""
-        fetched = []
-        for name in names:
-            if obs.exists(f"{self.where}/{name}"):
-                (local / name).parent.mkdir(parents=True, exist_ok=True)
-                obs.copy(f"{self.where}/{name}", str(local / name), tree=False)
-                fetched.append(name)
+        fetched = [name for name in names if self.holds(name)]
+        for name in fetched:
+            (local / name).parent.mkdir(parents=True, exist_ok=True)
+            obs.copy(f"{self.where}/{name}", str(local / name), tree=False)
         return fetched
 
 
@@ -66,8 +54,7 @@ class C2netRemote:
     """OUTPUT_URL through c2net's upload_output(), which copies the whole directory."""
 
     def __init__(self, url: str | None) -> None:
-        self.where = url or "OUTPUT_URL"
-        self.url = url
+        self.where, self.url = url or "OUTPUT_URL", url
 
     def put(self, local: Path, names: list[str]) -> None:
         c2net.upload_output()
@@ -112,23 +99,20 @@ class Uploader:
     def _once(self) -> int:
         assert self.remote is not None
         files = _files(self.local)
-        # The JSON files that name others (latest.json, artifacts.json) go up after those: a
-        # job killed between the two never leaves a pointer to a checkpoint not there yet.
-        changed = sorted(
-            (name for name, state in files.items() if self.sent.get(name) != state),
-            key=lambda name: (name.endswith(".json"), name),
-        )
+        # JSON files naming others (latest.json) go up after them: a job killed in between
+        # never leaves a pointer to a checkpoint not there yet.
+        changed = [name for name, state in files.items() if self.sent.get(name) != state]
+        changed.sort(key=lambda name: (name.endswith(".json"), name))
         removed = sorted(set(self.sent) - set(files))
         if changed:
             self.remote.put(self.local, changed)
         if removed:
             self.remote.delete(removed)
-        self.sent = {name: files[name] for name in files}
+        self.sent = dict(files)
         return len(changed)
 
     def sync(self, final: bool = False) -> bool:
-        """Upload what changed. Per epoch a failure is a warning (retried next time); the final
-        sync raises StorageError when every retry failed. True when the remote is up to date."""
+        """Upload what changed; True when up to date. StorageError only when ``final``."""
         if self.remote is None:
             return True
         try:

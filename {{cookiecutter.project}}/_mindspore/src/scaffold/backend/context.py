@@ -16,6 +16,12 @@ from src.scaffold.errors import DeviceError
 # config.py's target names -> MindSpore's.
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "npu": "Ascend"}
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
+# How the ranks of a job find each other: a rank table (ModelArts, ModelZoo) or msrun's cluster.
+RANK_TABLE_VARS = ("RANK_TABLE_FILE", "RANK_ID")
+CLUSTER_VARS = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM")
+# A process's device (in this container; scripts/rank_table.py) as launchers set it: DEVICE_ID
+# (ModelArts, MindCluster) or ASCEND_DEVICE_ID (OpenI's NPU jobs; CANN's name).
+DEVICE_VARS = ("DEVICE_ID", "ASCEND_DEVICE_ID")
 
 
 @dataclass(frozen=True)
@@ -27,21 +33,10 @@ class Context:
     group_size: int = 1
     device_id: int | None = None
 
-    @property
-    def is_main(self) -> bool:
-        """Rank 0 alone logs, saves checkpoints and writes the run record."""
-        return self.rank == 0
-
 
 def device_target(requested: str) -> str:
-    """MindSpore's name for auto, cpu, cuda or npu.
-
-    On import MindSpore loads the backend whose drivers it finds (Ascend needs
-    CANN, GPU needs CUDA) and makes it the default target, else the CPU. auto
-    takes that default, as the migration guide's init_env does; an explicit
-    accelerator must be the one that loaded. Asking MindSpore about the others
-    would print warnings on every start.
-    """
+    """MindSpore's name for auto, cpu, cuda or npu: auto is the target whose drivers loaded (CANN,
+    CUDA) else the CPU; an accelerator must be that one (asking about others prints warnings)."""
     default = ms.get_context("device_target")
     if requested == "auto":
         return default
@@ -56,35 +51,8 @@ def device_target(requested: str) -> str:
     return target
 
 
-# How the ranks of a job find each other: a rank table (one process per device, as
-# ModelArts and the ModelZoo loops start them) or msrun's dynamic cluster.
-RANK_TABLE_VARS = ("RANK_TABLE_FILE", "RANK_ID")
-CLUSTER_VARS = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM")
-
-
-def _check_launch(device_num: int) -> None:
-    """One line naming what is missing, rather than a failure deep inside init()."""
-    env = os.environ
-    if all(env.get(name) for name in CLUSTER_VARS):
-        return
-    missing = [name for name in RANK_TABLE_VARS if not env.get(name)]
-    if missing:
-        raise DeviceError(
-            f"{device_num} ranks, but {', '.join(missing)} is not set: start one process per "
-            f"device with RANK_TABLE_FILE, RANK_ID and DEVICE_ID, or use msrun (which sets "
-            f"{', '.join(CLUSTER_VARS)}); scripts/run_8p.sh does either"
-        )
-
-
-# A process's device, as launchers set it: DEVICE_ID (ModelArts, MindCluster's samples)
-# or ASCEND_DEVICE_ID (OpenI's NPU jobs; CANN's name). Either is the id inside this
-# container (scripts/rank_table.py explains the numbering).
-DEVICE_VARS = ("DEVICE_ID", "ASCEND_DEVICE_ID")
-
-
 def _check_device(target: str, device_num: int, device_id: int | None) -> None:
-    """One process per device needs its device named: MindSpore would put every rank on
-    device 0. msrun's workers are exempt (MindSpore gives each its own device)."""
+    """Each rank's device named (else MindSpore puts all on device 0), but for msrun's workers."""
     if target == "CPU" or device_num == 1 or device_id is not None or os.environ.get("MS_ROLE"):
         return
     raise DeviceError(
@@ -95,26 +63,26 @@ def _check_device(target: str, device_num: int, device_id: int | None) -> None:
 
 
 def init_env(options: MSOptions) -> Context:
-    """Seed, device, execution mode and, with device_num > 1, the process group.
-
-    device_num defaults to RANK_SIZE (msrun and Ascend rank tables set it) and
-    device_id to DEVICE_ID. With several devices, init() joins the group and
-    gradients are averaged over it (data parallel).
-    """
-    # The same seed everywhere: every rank starts from the same weights.
-    ms.set_seed(options.seed)
+    """Seed, device, execution mode and, with device_num > 1, the data-parallel process group."""
+    ms.set_seed(options.seed)  # the same everywhere: every rank starts from the same weights
     target = device_target(options.device_target)
     device_num = options.device_num or env_int("RANK_SIZE") or 1
-    given = options.device_id
-    device_id = given if given is not None else env_first(*DEVICE_VARS)
+    device_id = options.device_id if options.device_id is not None else env_first(*DEVICE_VARS)
     _check_device(target, device_num, device_id)
     # A CPU has no device index; msrun's DEVICE_ID is meant for accelerators.
-    ms.set_device(target, None if target == "CPU" else device_id)
-    ms.set_context(mode=MODES[options.context_mode])
     device = None if target == "CPU" else device_id
+    ms.set_device(target, device)
+    ms.set_context(mode=MODES[options.context_mode])
     if device_num == 1:
         return Context(target, device_id=device)
-    _check_launch(device_num)
+    # One line naming what is missing, rather than a failure deep inside init().
+    missing = [name for name in RANK_TABLE_VARS if not os.environ.get(name)]
+    if missing and not all(os.environ.get(name) for name in CLUSTER_VARS):
+        raise DeviceError(
+            f"{device_num} ranks, but {', '.join(missing)} is not set: start one process per "
+            f"device with RANK_TABLE_FILE, RANK_ID and DEVICE_ID, or use msrun (which sets "
+            f"{', '.join(CLUSTER_VARS)}); scripts/run_8p.sh does either"
+        )
     try:
         init()
     except (RuntimeError, ValueError) as err:
@@ -129,9 +97,8 @@ def init_env(options: MSOptions) -> Context:
             f"device_num is {device_num} but {group_size} processes joined the group; "
             "set --device_num (or RANK_SIZE) to the number of processes started"
         )
-    ms.set_auto_parallel_context(
-        parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True, device_num=device_num
-    )
+    mode = ms.ParallelMode.DATA_PARALLEL
+    ms.set_auto_parallel_context(parallel_mode=mode, gradients_mean=True, device_num=device_num)
     if target == "CPU":
         # Each process would otherwise start its own full pool of threads on the same cores.
         ms.device_context.cpu.op_tuning.threads_num(max(1, cpu_count() // device_num))

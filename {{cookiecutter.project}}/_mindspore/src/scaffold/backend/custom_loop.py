@@ -1,14 +1,8 @@
-"""The training loop: a hand-written value_and_grad step under ms.jit, gradients all-reduced.
-
-On Ascend and GPUs whole sinks of steps run on the device (ms.data_sink); the
-CPU has no data sink and is fed step by step. Loss scaling: dynamic with mixed
-precision, else the static loss_scale if any; either way a step whose gradients
-are not finite is skipped (all_finite), so one overflow never reaches the weights.
-"""
+"""The training loop: a value_and_grad step under ms.jit, sinks of steps run by ms.data_sink but on
+the CPU; loss scaling dynamic with amp, else loss_scale; a step that overflows is skipped."""
 
 from __future__ import annotations
 
-import logging
 import time
 from functools import partial
 from typing import Any
@@ -22,19 +16,14 @@ from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.loader import sinks_per_epoch
 from src.scaffold.data.sharding import BatchPlan
 
-log = logging.getLogger(__name__)
 LOOP = "custom"
-
-
 _sum = ops.MultitypeFuncGraph("sum")
+_mean = ops.MultitypeFuncGraph("mean")
 
 
 @_sum.register("Tensor", "Tensor")
 def _add(total: ms.Tensor, grad: ms.Tensor) -> ms.Tensor:
     return ops.assign_add(total, grad)
-
-
-_mean = ops.MultitypeFuncGraph("mean")
 
 
 @_mean.register("Number", "Tensor")
@@ -45,13 +34,8 @@ def _take(window: int, total: ms.Tensor) -> ms.Tensor:
 
 
 class TrainStep(nn.Cell):
-    """One batch of training; returns its loss averaged over the ranks. With accumulate,
-    a batch's gradients are added to the step's sums, and the batch called with
-    ``apply`` takes the optimizer step on their mean over its ``window`` batches.
-
-    A Cell with a jit construct, not a jit function: on the CPU a jit function
-    closing over the network runs each step about twice as slowly.
-    """
+    """One batch's step; returns its loss averaged over the ranks. With ``apply`` it steps on the
+    mean gradient of ``window`` batches. A Cell: a jit function runs twice as slowly on the CPU."""
 
     def __init__(
         self,
@@ -63,17 +47,13 @@ class TrainStep(nn.Cell):
         clip: float | None = None,
         accumulate: int = 1,
     ) -> None:
-        # auto_prefix=False: the parameters keep the network's names.
-        super().__init__(auto_prefix=False)
-        self.net, self.optimizer, self.scaler = net, optimizer, scaler
-        self.loss_fn = loss
-        self.scaled = scaler is not None
-        self.dynamic = isinstance(scaler, DynamicLossScaler)
+        super().__init__(auto_prefix=False)  # the parameters keep the network's names
+        self.net, self.optimizer, self.scaler, self.loss_fn = net, optimizer, scaler, loss
+        self.scaled, self.dynamic = scaler is not None, isinstance(scaler, DynamicLossScaler)
         # has_aux: differentiate the first output (the scaled loss), return the plain one too.
         self.grad_fn = ms.value_and_grad(self.forward, None, optimizer.parameters, has_aux=True)
-        self.group_size = group_size
-        # clip_grad_norm: the averaged, unscaled gradients' global norm clipped before the step.
-        self.clip = clip
+        # clip: clip_grad_norm, the averaged, unscaled gradients' global norm before the step.
+        self.group_size, self.clip = group_size, clip
         self.accumulating = accumulate > 1
         if self.accumulating:
             self.sums = optimizer.parameters.clone(prefix="accumulated", init="zeros")
@@ -88,8 +68,7 @@ class TrainStep(nn.Cell):
         return (self.scaler.scale(loss) if self.scaled else loss), loss
 
     # scaled, dynamic, group_size and clip are constants: the compiled step keeps the branches
-    # taken.
-    # window and apply are Python constants too: one graph per pair (at most three).
+    # taken. window and apply are Python constants too: one graph per pair (at most three).
     @ms.jit
     def construct(
         self, images: ms.Tensor, labels: ms.Tensor, window: int = 1, apply: bool = True
@@ -104,18 +83,15 @@ class TrainStep(nn.Cell):
             grads = self.hyper_map(ops.partial(_mean, window), self.sums)
         if self.group_size > 1:
             grads = self.reducer(grads)
+        finite = True
         if self.scaled:
             grads = self.scaler.unscale(grads)
             finite = all_finite(grads)
             if self.dynamic:
                 self.scaler.adjust(finite)
-            if self.clip is not None:
-                grads = ops.clip_by_global_norm(grads, self.clip)
-            if finite:
-                self.optimizer(grads)
-        else:
-            if self.clip is not None:
-                grads = ops.clip_by_global_norm(grads, self.clip)
+        if self.clip is not None:
+            grads = ops.clip_by_global_norm(grads, self.clip)
+        if finite:
             self.optimizer(grads)
         return loss
 
@@ -134,57 +110,40 @@ def _scaler(backend: Any) -> Any:
 
 def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with TrainStep."""
-    train_step = TrainStep(
-        backend.net,
-        backend.loss_cell(),
-        backend.optimizer,
-        _scaler(backend),
-        backend.world_size,
-        backend.options.clip_grad_norm,
-        plan.accumulate,
-    )
+    scaler, clip = _scaler(backend), backend.options.clip_grad_norm
+    cells = (backend.net, backend.loss_cell(), backend.optimizer)
+    train_step = TrainStep(*cells, scaler, backend.world_size, clip, plan.accumulate)
     train_step.set_train(True)
-    # The rest of an epoch a run resumes inside is a dataset of its own (MindSpore holds
-    # each pass of a dataset to one length); there is no sink then (core.py).
+    # The rest of an epoch a run resumes inside is a dataset of its own (MindSpore holds each
+    # pass of a dataset to one length); there is no sink then (options.py).
     rest = first + 1 if plan.skipped(first) else first
     dataset, steps = backend.loader.train(plan, rest) if rest <= last else (None, 0)
     sink = backend.sink  # off on the CPU, which has no ms.data_sink
     sinks = sinks_per_epoch(sink, backend.options.sink_size, steps)
-    if sink:
-        # Each call runs a whole sink of steps on the device and returns its last loss.
-        run_sink = ms.data_sink(train_step, dataset, sink_size=steps // sinks)
-    else:
-        # Each pass over an iterator is one epoch.
+    per_call = steps // sinks if sink else 1
+    if sink:  # each call runs a whole sink of steps on the device and returns its last loss
+        run_sink = ms.data_sink(train_step, dataset, sink_size=per_call)
+    else:  # each pass over an iterator is one epoch
         passes = []
         if rest > first:
             passes.append(backend.loader.train(plan, first)[0].create_tuple_iterator(num_epochs=1))
         if dataset is not None:
-            passes += [dataset.create_tuple_iterator(num_epochs=last - rest + 1)] * (
-                last - rest + 1
-            )
-    per_call = steps // sinks if sink else 1
+            count = last - rest + 1
+            passes += [dataset.create_tuple_iterator(num_epochs=count)] * count
     for epoch in range(first, last + 1):
-        batches = None if sink else passes[epoch - first]
         start = time.perf_counter()
         done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
-        # From the first batch not trained yet (a mid-epoch checkpoint's resume).
-        skipped = plan.skipped(epoch)
-        # Each call runs a step, or a whole sink of them on the device.
+        skipped = plan.skipped(epoch)  # batches trained before a mid-epoch checkpoint
         if sink:
             calls = (run_sink() for _ in range(sinks))
-        elif plan.accumulate > 1:
-            calls = (
-                train_step(inputs, labels, *plan.window(epoch, index))
-                for index, (inputs, labels) in enumerate(batches, skipped)
-            )
-        else:
-            calls = (train_step(inputs, labels) for inputs, labels in batches)
+        else:  # window (1, True) without accumulate
+            batches = enumerate(passes[epoch - first], skipped)
+            calls = (train_step(*batch, *plan.window(epoch, index)) for index, batch in batches)
         losses = []
         for loss in calls:
             losses.append(loss)
             step = done + skipped + len(losses) * per_call
-            # Read only when reported: reading each loss would wait for every step. The
-            # optimizer's learning rates are per optimizer step.
+            # Read only when reported: reading each loss would wait for every step.
             update = updates + -(-(step - done) // plan.accumulate)
             on_epoch_end.step(step, partial(_value, loss), partial(backend.lr_of, update))
         train_loss = float(np.mean([loss.asnumpy() for loss in losses]))

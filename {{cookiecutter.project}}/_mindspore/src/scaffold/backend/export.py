@@ -1,7 +1,4 @@
-"""MindSpore's model files for inference (export.py, src/scaffold/infer/export.py), written
-by mindspore.export as the ModelZoo's export.py does: MINDIR (loaded back with
-mindspore.load and GraphCell), ONNX (run in onnxruntime) and AIR, which MindSpore writes
-only with its Ascend backend and only ATC reads."""
+"""MindSpore's model files (infer/export.py): MINDIR, ONNX and AIR (on Ascend only, for ATC)."""
 
 from __future__ import annotations
 
@@ -19,14 +16,14 @@ DEPRECATED = "AIR is deprecated in MindSpore (r2.3 on): ONNX is the path to ATC"
 
 
 def unavailable(fmt: str, backend: Any) -> str | None:
-    """AIR away from an Ascend device."""
-    if fmt == "AIR" and backend.target != "Ascend":
-        return (
-            f"--format AIR needs an Ascend device (MindSpore writes AIR only there; this is "
-            f"{backend.target}): export MINDIR or ONNX here (ATC converts ONNX too), or run "
-            "export.py on the Atlas server"
-        )
-    return None
+    """Why ``fmt`` cannot be written here: AIR away from an Ascend device."""
+    if fmt != "AIR" or backend.target == "Ascend":
+        return None
+    return (
+        f"--format AIR needs an Ascend device (MindSpore writes AIR only there; this is "
+        f"{backend.target}): export MINDIR or ONNX here (ATC converts ONNX too), or run "
+        "export.py on the Atlas server"
+    )
 
 
 def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, Any]:

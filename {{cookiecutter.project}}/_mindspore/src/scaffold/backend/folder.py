@@ -1,13 +1,5 @@
-"""A training split of PNGs read by MindSpore's own ImageFolderDataset: decoded in C++
-by the dataset's threads, without a Python call a sample or loader processes.
-
-Taken only where it reads the pixels train.py's Pillow decoder would: an image folder whose
-files are all 8-bit PNGs already in the model's mode and size (data/images.py,
-ImageDecoder.as_is), not augmented. The order stays the BatchPlan's: each epoch a sampler
-gives the plan's samples of this rank as positions in the folder, as ImageFolderDataset
-lists it (class folders, then files, in name order), so N ranks read the batches of one
-and a resumed run the order of an unbroken one, as on the other paths.
-"""
+"""A training split of PNGs decoded in C++ by ImageFolderDataset where it reads the pixels Pillow
+would (ImageDecoder.as_is, not augmented), in the BatchPlan's order (a sampler of positions)."""
 
 from __future__ import annotations
 
@@ -24,8 +16,7 @@ from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Split
 from src.scaffold.errors import DatasetError
 
-# What ImageFolderDataset says of a file its decoder rejects.
-BROKEN = re.compile(r"Invalid image, (.+?) decode failed")
+BROKEN = re.compile(r"Invalid image, (.+?) decode failed")  # ImageFolderDataset's rejection
 
 
 class PngFolder:
@@ -36,8 +27,7 @@ class PngFolder:
 
     @classmethod
     def of(cls, split: Split) -> PngFolder | None:
-        """The split's folder, where ImageFolderDataset reads it as train.py would (None:
-        the split is read by the loader processes)."""
+        """The split's folder, where ImageFolderDataset reads it as train.py would (else None)."""
         decoder = split.decode
         if not isinstance(decoder, ImageDecoder) or not decoder.as_is or not split.files:
             return None
@@ -60,8 +50,7 @@ class PngFolder:
         inputs: Callable[[np.ndarray], np.ndarray],
         columns: list[str],
     ) -> ds.Dataset:
-        """This rank's training batches from ``first_epoch`` on, each batch's images
-        (B, H, W, 3) made model inputs by ``inputs`` (one Python call a batch)."""
+        """This rank's batches from ``first_epoch`` on, made model inputs by ``inputs``."""
         data = ds.ImageFolderDataset(
             str(self.root),
             num_parallel_workers=max(1, workers),
@@ -75,31 +64,25 @@ class PngFolder:
         return data.rename(["image", "label"], columns)
 
 
-def _counter(first: int) -> Callable[[], int]:
-    # A function: MindSpore copies the sampler with its pipeline, and a function is shared
-    # by the copies, not copied, so the epochs go on counting.
-    count = itertools.count(first)
-    return lambda: next(count)
-
-
 class EpochOrder(ds.Sampler):
-    """Each pass, the next epoch's samples of this rank in the plan's order, as positions
-    in the folder. MindSpore asks for one pass an epoch, in order (perhaps ahead)."""
+    """Each pass (one an epoch, in order), the next epoch's samples of this rank, as positions."""
 
     def __init__(self, plan: BatchPlan, first_epoch: int, positions: np.ndarray) -> None:
         # A pass's length is the first epoch's: a later epoch cut short is the last.
         steps = plan.steps_in(first_epoch) - plan.skipped(first_epoch)
         super().__init__(num_samples=steps * plan.batch_size)
         self.plan, self.positions = plan, positions
-        self.next_epoch = _counter(first_epoch)
+        # A function: MindSpore copies the sampler with its pipeline, and a function is shared
+        # by the copies, not copied, so the epochs go on counting.
+        count = itertools.count(first_epoch)
+        self.next_epoch = lambda: next(count)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.positions[self.plan.batches(self.next_epoch()).ravel()].tolist())
 
 
 def broken_image(err: Exception) -> DatasetError | None:
-    """The file ImageFolderDataset's decoder rejected, said as train.py says it (None: the
-    error is another)."""
+    """The file ImageFolderDataset's decoder rejected, said as train.py says it (else None)."""
     found = BROKEN.search(str(err))
     if found is None:
         return None

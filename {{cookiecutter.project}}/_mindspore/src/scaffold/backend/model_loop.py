@@ -1,56 +1,42 @@
-"""The training loop: MindSpore's Model.train, with data sink and a callback per epoch.
-
-Model.train counts sinks as epochs: with sink_size steps per sink, one of our
-epochs is sinks_per_epoch of its. Loss scaling: dynamic with mixed precision
-(steps whose gradients overflow are skipped and the scale lowered), else the
-static loss_scale, if any.
-"""
+"""The training loop: Model.train with data sink (its epochs are sinks: sinks_per_epoch make ours)
+and a callback; loss scaling dynamic with amp (skipping steps that overflow), else loss_scale."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 import numpy as np
-from mindspore.train import (
-    Callback,
-    DynamicLossScaleManager,
-    FixedLossScaleManager,
-    Model,
-    RunContext,
-)
+from mindspore import Model
+from mindspore.train import Callback, DynamicLossScaleManager, FixedLossScaleManager, RunContext
 
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.loader import sinks_per_epoch
 from src.scaffold.data.sharding import BatchPlan
 
-log = logging.getLogger(__name__)
 LOOP = "model"
 
 
 class EpochCallback(Callback):
-    """Collects each step's loss, reports it to on_epoch_end.step, and hands every finished
-    epoch of ours to on_epoch_end."""
+    """Reports each step's loss to on_epoch_end.step and each epoch of ours to on_epoch_end."""
 
     def __init__(
         self, on_epoch_end: EpochEnd, sinks: int, backend: Any, done: int, per_call: int
     ) -> None:
         super().__init__()
-        self.on_epoch_end, self.sinks = on_epoch_end, sinks
+        self.on_epoch_end, self.sinks, self.backend = on_epoch_end, sinks, backend
         self.losses: list[float] = []
         self.start = time.perf_counter()
         # Steps before this start, and per callback: 1, or a whole sink's with data sink.
-        self.step, self.per_call, self.backend = done, per_call, backend
+        self.step, self.per_call = done, per_call
 
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
         if (run_context.original_args().cur_epoch_num - 1) % self.sinks == 0:
             self.losses, self.start = [], time.perf_counter()
 
     def on_train_step_end(self, run_context: RunContext) -> None:
-        # With data sink this runs once per sink: the loss of the sink's last step.
+        # Once per sink with data sink (its last step's loss); (loss, overflow, scale) if scaled.
         outputs = run_context.original_args().net_outputs
-        # With loss scaling the network returns (loss, overflow, scale).
         loss = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         self.losses.append(float(loss.asnumpy()))
         self.step += self.per_call
@@ -70,27 +56,19 @@ def _scale(backend: Any) -> Any:
     if backend.amp:
         return DynamicLossScaleManager()
     if backend.options.loss_scale != 1:
-        # drop_overflow_update: the train cell unscales the gradients itself and skips a
-        # step that overflowed, so the optimizer sees true gradients.
+        # drop_overflow_update: the train cell unscales and skips steps that overflowed.
         return FixedLossScaleManager(backend.options.loss_scale, drop_overflow_update=True)
     return None
 
 
 def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with Model.train."""
-    # backend.sink is off on the CPU: there MindSpore would silently feed step by step but
-    # still count sink_size steps as an epoch.
+    # Off on the CPU, where MindSpore would feed step by step yet count sink_size steps an epoch.
     sink = backend.sink
     dataset, steps = backend.loader.train(plan, first)
     sinks = sinks_per_epoch(sink, backend.options.sink_size, steps)
-    # In data parallel mode Model's train cell averages the gradients over the ranks.
-    model = Model(
-        # The network returns the loss (src/step.py's train_step): no loss_fn of Model's.
-        backend.loss_cell(),
-        None,
-        backend.optimizer,
-        loss_scale_manager=_scale(backend),
-    )
+    # The net returns the loss: no loss_fn. Data parallel, Model averages the gradients.
+    model = Model(backend.loss_cell(), None, backend.optimizer, loss_scale_manager=_scale(backend))
     per = steps // sinks if sink else 1
     model.train(
         # Model.train's epochs are sinks; it runs from initial_epoch to this count.
@@ -98,6 +76,6 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
         dataset,
         callbacks=[EpochCallback(on_epoch_end, sinks, backend, plan.steps_done(first - 1), per)],
         dataset_sink_mode=sink,
-        sink_size=steps // sinks if sink else -1,
+        sink_size=per if sink else -1,
         initial_epoch=(first - 1) * sinks,
     )

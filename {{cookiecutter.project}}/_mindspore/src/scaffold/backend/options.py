@@ -9,9 +9,6 @@ from src.scaffold.backend.api import TrainOptions
 from src.scaffold.config import SWITCH, Config, ConfigError, option
 from src.scaffold.config.converters import choice, integer, number
 
-CONTEXT_MODES = ("graph", "pynative")
-AMP_LEVELS = ("o1", "o2", "o3")
-
 
 def _sink_size(text: str) -> int:
     value = integer()(text)
@@ -25,14 +22,14 @@ class MSConfig(Config):
     """The options of one MindSpore training run."""
 
     context_mode: str = option(
-        "graph", choice(*CONTEXT_MODES), "graph (compiled) or pynative (eager)"
+        "graph", choice("graph", "pynative"), "graph (compiled) or pynative (eager)"
     )
     dataset_sink_mode: str = option(
         "auto", choice(*SWITCH), "sink data to the device: auto (Ascend), true, false"
     )
     sink_size: int = option(-1, _sink_size, "steps per sink, -1 for a whole epoch")
     amp_level: str = option(
-        "o2", choice(*AMP_LEVELS), "mixed precision level when amp is on: o1, o2, o3"
+        "o2", choice("o1", "o2", "o3"), "mixed precision level when amp is on: o1, o2, o3"
     )
     loss_scale: float = option(1.0, number(0), "static loss scale without amp (1 = none)")
     device_num: int | None = option(
@@ -55,8 +52,7 @@ class MSOptions(TrainOptions):
 
 
 def sink_on(setting: str, device_target: str) -> bool:
-    """dataset_sink_mode auto|true|false on MindSpore's device target: auto is on for
-    Ascend, where feeding whole sinks of steps pays; the CPU has no sink at all."""
+    """auto is on for Ascend, where feeding whole sinks of steps pays; the CPU has no sink."""
     wanted = setting == "true" or (setting == "auto" and device_target == "Ascend")
     return wanted and device_target != "CPU"
 
@@ -66,14 +62,11 @@ def _refusal(named: list[str], need: str) -> ConfigError:
 
 
 def check_step_options(options: MSOptions, loop: str, sink: bool) -> None:
-    """accumulate, clip_grad_norm and checkpoint_every are the custom loop's: Model.train's
-    step has neither of the first two, and resumes at an epoch's start only. With a data
-    sink, the host can neither group a sink's steps nor resume inside one."""
+    """accumulate, clip_grad_norm and checkpoint_every need the custom loop, some no data sink."""
     accumulate = [f"accumulate {options.accumulate}"] if options.accumulate > 1 else []
     clip = options.clip_grad_norm
     clipped = [f"clip_grad_norm {clip:g}"] if clip is not None else []
-    every = options.checkpoint_every
-    every_n = [f"checkpoint_every {every}"] if every else []
+    every_n = [f"checkpoint_every {options.checkpoint_every}"] if options.checkpoint_every else []
     if loop == "model" and accumulate + clipped + every_n:
         raise _refusal(
             accumulate + clipped + every_n,

@@ -1,12 +1,10 @@
-"""PyTorch's side of a run: this process's place and device (distributed), mixed precision,
-the step's run (stepping), the batches (loader) and the Backend (core)."""
+"""PyTorch's side of a run: place and device (distributed), precision, stepping, loader, core."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# What a project of this framework imports to train (the launchers check it first).
-FRAMEWORK = "torch"
+FRAMEWORK = "torch"  # what a project of this framework imports to train (the launchers check it)
 
 __all__ = ["FRAMEWORK", "ProjectConfig", "start"]
 
@@ -16,8 +14,8 @@ def start() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    # ProjectConfig, this framework's options, on first use: the launchers' check reads
-    # FRAMEWORK with a Python that may lack what the options import.
+    # ProjectConfig on first use: the launchers' check reads FRAMEWORK with a Python that may
+    # lack what the options import.
     if name == "ProjectConfig":
         from src.scaffold.config import Config
 

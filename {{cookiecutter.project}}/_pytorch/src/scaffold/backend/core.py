@@ -1,8 +1,9 @@
-"""PyTorch's side of a run (src/scaffold/backend/api.py): device, process group, the Task's
-model built for the data, its training step, evaluation and checkpoints as state_dicts."""
+"""PyTorch's Backend (api.py): the Task's model on its device, trained DDP across ranks; and the
+Framework's CHECKPOINT_SUFFIX and read_meta (load_arrays for the checks) from saved.py."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -17,18 +18,11 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from src.scaffold.backend import devices, distributed, guards
+from src.scaffold.backend import devices, distributed, guards, saved
 from src.scaffold.backend.api import EpochEnd, TrainOptions
 from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
-from src.scaffold.backend.saved import (  # noqa: F401 (read_meta, load_arrays: this module's too)
-    CHECKPOINT_SUFFIX,
-    LOAD_ERRORS,
-    load_arrays,
-    load_state,
-    not_this_model,
-    read_meta,
-)
+from src.scaffold.backend.saved import CHECKPOINT_SUFFIX, load_arrays, read_meta  # noqa: F401
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.stepping import StepRun, default_train_step
 from src.scaffold.data.sharding import BatchPlan, cpu_count
@@ -37,27 +31,8 @@ from src.scaffold.outputs import pretrained, truth
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
-# Samples the model is tried on before training.
-CHECK_SAMPLES = 4
-
-
-def _import_behind(name: str) -> threading.Thread | None:
-    """Import ``name`` in a thread, now. torch.optim's first use imports torch._dynamo
-    (sympy and symbolic shapes: about 1 s on a CPU, 4 s seen on a GPU host): begun before
-    the data is read, it runs while the data is read and the device starts. Whoever imports it
-    meanwhile waits for this import (Python's lock per module), never a second one."""
-
-    def run() -> None:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 (the main thread's own import reports it)
-            pass
-
-    if importlib.util.find_spec(name) is None:
-        return None  # torch 1.x: no dynamo
-    thread = threading.Thread(target=run, name=f"import {name}", daemon=True)
-    thread.start()
-    return thread
+CHECK_SAMPLES = 4  # samples the model is tried on before training
+SPLITS = ("train", "val", "test")
 
 
 class TorchBackend:
@@ -69,9 +44,8 @@ class TorchBackend:
 
     def __init__(self, options: TrainOptions, task: Task) -> None:
         self.importing: threading.Thread | None = None
-        self.options, self.step = options, task.step
+        self.options, self.step, self.augment = options, task.step, task.augment
         self.accumulate = options.accumulate
-        self.augment = task.augment
         self.spec = task.model(options.model)
         self.input_shape = self.spec.input_shape
         place = distributed.placement()
@@ -81,11 +55,9 @@ class TorchBackend:
         self.device = str(self.torch_device)
         where = f"device {place.device_index} ({self.device})"
         self.placement = f"rank {place.rank} of {place.world_size} on {where}"
-        self.unseen = (
-            devices.unseen(self.torch_device.type, distributed.LOOKED_FOR)
-            if options.device_target == "auto"
-            else None
-        )
+        self.unseen = None
+        if options.device_target == "auto":
+            self.unseen = devices.unseen(self.torch_device.type, distributed.LOOKED_FOR)
         if self.torch_device.type == "cpu" and place.local_world_size > 1:
             # Each process would otherwise start a thread per CPU: N times oversubscribed.
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
@@ -95,95 +67,77 @@ class TorchBackend:
         self.workers = 0
 
     def ahead(self) -> None:
-        # torch.optim's first use imports torch._dynamo: begun now, behind the data's reading.
-        self.importing = _import_behind("torch._dynamo")
+        """torch._dynamo (1-4 s to import at torch.optim's first use), imported behind the data."""
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # the main thread's own import reports it
+                importlib.import_module("torch._dynamo")
+
+        if importlib.util.find_spec("torch._dynamo") is not None:  # torch 1.x has none
+            self.importing = threading.Thread(target=run, name="import torch._dynamo", daemon=True)
+            self.importing.start()
 
     def _imported(self) -> None:
-        """The import ahead() began, finished: before loader processes fork, and before
-        this process exits (a thread cut short inside torch's C++ aborts the process)."""
+        """ahead()'s import, finished before loaders fork or the process exits (which aborts)."""
         if self.importing is not None:
             self.importing.join()
 
-    def _build(self, shape: DataShape) -> None:
-        # The same seed on every rank gives the same initial weights everywhere.
-        torch.manual_seed(self.options.seed)
+    def _built(self, shape: DataShape) -> None:
+        """self.net for ``shape``; NHWC for images on the CPU, where oneDNN runs it faster."""
         self.net = guards.build(self.spec, shape).to(self.torch_device)
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
         if self.channels_last:
-            # oneDNN's CPU convolutions and pooling run markedly faster on NHWC weights.
             self.net = self.net.to(memory_format=torch.channels_last)
-        self.optimizer = self.step.make_optimizer(
-            self.net.parameters(), self.options.lr, self.options.optimizer
-        )
+
+    def _batch(self, normalise: Normalise, inputs: np.ndarray) -> torch.Tensor:
+        batch = normalise(torch.from_numpy(inputs).to(self.torch_device))
+        return batch.contiguous(memory_format=torch.channels_last) if self.channels_last else batch
+
+    def setup(self, splits: Splits, schedule: Schedule) -> None:
+        self.schedule, info, options = schedule, splits.info, self.options
+        device = self.torch_device
+        torch.manual_seed(options.seed)  # the same initial weights on every rank
+        self._built(DataShape(info.shape, info.num_classes))
+        params = self.net.parameters()
+        self.optimizer = self.step.make_optimizer(params, options.lr, options.optimizer)
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.run = StepRun(
-            self.optimizer, self.precision, self.options.clip_grad_norm, self.step.loss
-        )
-        self.scaler = self.run.scaler
+        self.run = StepRun(self.optimizer, self.precision, options.clip_grad_norm, self.step.loss)
         self.train_step = self.step.train_step or default_train_step
         self.model: torch.nn.Module | None = self.net
         if self.world_size > 1:
-            # DDP averages the gradients over the ranks after every backward pass.
-            ids = None if self.torch_device.type == "cpu" else [self.torch_device.index]
+            ids = None if device.type == "cpu" else [device.index]
             self.model = DistributedDataParallel(self.net, device_ids=ids)
-
-    def setup(self, splits: Splits, schedule: Schedule) -> None:
-        self.schedule = schedule
-        info = splits.info
-        self._build(DataShape(info.shape, info.num_classes))
-        normalise = Normalise(info.mean, info.std, len(info.shape), self.torch_device)
+        normalise = Normalise(info.mean, info.std, len(info.shape), device)
         self._check_model(splits, normalise)
         self._imported()
         if info.in_memory:
-            self.data = {
-                name: InMemory(getattr(splits, name), normalise, self.torch_device)
-                for name in ("train", "val", "test")
-            }
+            self.data = {n: InMemory(getattr(splits, n), normalise, device) for n in SPLITS}
             return
-        options = self.options
-        self.workers = (
-            options.data.num_workers
-            if options.data.num_workers is not None
-            else auto_workers(self.local_world_size)
-        )
+        workers = options.data.num_workers
+        self.workers = auto_workers(self.local_world_size) if workers is None else workers
         log.info("streaming the data with %d loader workers per rank", self.workers)
+        args = (normalise, device, self.workers, options.batch_size)
+        augment = (self.augment, options.data.random_crop, options.data.random_flip)
         self.data = {
-            name: Streamed(
-                getattr(splits, name),
-                normalise,
-                self.torch_device,
-                self.workers,
-                options.batch_size,
-                *(
-                    (self.augment, options.data.random_crop, options.data.random_flip)
-                    if name == "train"
-                    else ()
-                ),
-            )
-            for name in ("train", "val", "test")
+            name: Streamed(getattr(splits, name), *args, *(augment if name == "train" else ()))
+            for name in SPLITS
         }
 
     @torch.no_grad()
     def _check_model(self, splits: Splits, normalise: Normalise) -> None:
-        """A few samples through the model before training: outputs of another shape than
-        the data needs, or an error in the model, are one line now, not a traceback later."""
+        """Samples through the model and src/step.py's metrics: wrong shapes, errors in one line."""
         split = splits.val if len(splits.val) else splits.train
         count = min(len(split), CHECK_SAMPLES)
-        inputs = torch.from_numpy(np.stack([split.load(i) for i in range(count)]))
-        inputs = normalise(inputs.to(self.torch_device))
-        if self.channels_last:
-            inputs = inputs.contiguous(memory_format=torch.channels_last)
+        inputs = self._batch(normalise, np.stack([split.load(i) for i in range(count)]))
         self.net.eval()
         with self.precision.autocast():
             outputs = guards.try_batch(
                 self.spec.name, lambda: self.net(inputs), tuple(inputs.shape)
             )
         self.net.train()
-        info = splits.info
-        guards.check_outputs(self.spec.name, outputs, count, info.num_classes, split.numeric)
+        guards.check_outputs(self.spec.name, outputs, count, splits.info.num_classes, split.numeric)
         labels = torch.from_numpy(np.asarray(split.labels[:count])).to(self.torch_device)
-        # src/step.py's metrics on the same batch: the names the run will record, known now.
         self.sample_metrics = guards.try_metrics(lambda: self.step.metrics(outputs.float(), labels))
 
     def describe(self) -> dict[str, Any]:
@@ -199,13 +153,10 @@ class TorchBackend:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def _epoch(self, plan: BatchPlan, epoch: int, hook: EpochEnd) -> torch.Tensor:
-        """One pass over this rank's batches of ``epoch`` through src/step.py's train_step;
-        return the mean loss. The learning rate is set for each optimizer step, and DDP
-        averages the gradients only on a step's last batch."""
+        """This rank's batches of ``epoch`` through src/step.py's train_step: the mean loss."""
         self.model.train()
         loss_sum = torch.zeros((), device=self.torch_device)
-        # From the first batch not trained yet (a mid-epoch checkpoint's resume).
-        steps = skipped = plan.skipped(epoch)
+        steps = skipped = plan.skipped(epoch)  # batches a mid-epoch checkpoint had trained
         done, updates = plan.steps_done(epoch - 1), plan.updates_done(epoch - 1)
         run = self.run
         for inputs, labels in self.data["train"].epoch(plan, epoch):
@@ -214,13 +165,10 @@ class TorchBackend:
                 update = updates + steps // plan.accumulate
                 for group, base in zip(self.optimizer.param_groups, self.base_lrs):
                     group["lr"] = self.schedule.scaled(base, update)
-            if run.last or self.model is self.net:
+            quiet = not run.last and self.model is not self.net  # DDP syncs on a step's last
+            with self.model.no_sync() if quiet else contextlib.nullcontext():
                 loss = self.train_step(self.model, (inputs, labels), run)
-            else:
-                with self.model.no_sync():
-                    loss = self.train_step(self.model, (inputs, labels), run)
-            # Summed on the device: reading .item() every step would stall a GPU; the hook
-            # reads it only on the steps it reports.
+            # Summed on the device: .item() every step would stall a GPU (the hook reads few).
             loss_sum += loss.detach().float()
             steps += 1
             hook.step(done + steps, loss.item, self.lr)
@@ -230,8 +178,7 @@ class TorchBackend:
         for epoch in range(first, last + 1):
             start = time.perf_counter()
             loss = self._epoch(plan, epoch, on_epoch_end)
-            # .item() waits for the device: the time covers the work, not just its launch.
-            train_loss = distributed.average(loss, self.world_size).item()
+            train_loss = distributed.average(loss, self.world_size).item()  # waits for the work
             on_epoch_end(epoch, train_loss, time.perf_counter() - start)
             if distributed.any_rank(on_epoch_end.stopping, self.world_size, self.torch_device):
                 return
@@ -253,65 +200,57 @@ class TorchBackend:
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
         state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
-        if self.scaler is not None:
-            state["scaler"] = self.scaler.state_dict()
+        if self.run.scaler is not None:
+            state["scaler"] = self.run.scaler.state_dict()
         # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
         tmp = path.with_name(f".{path.name}.tmp")
         torch.save(state, tmp)
         os.replace(tmp, path)
 
-    def _fits(self, what: str, path: Path, weights: Any) -> None:
-        """One short line when the checkpoint's weights were made for another model than
-        the one src/model.py builds now (a changed layer, another class count)."""
+    def _load(self, path: Path, what: str) -> dict[str, Any]:
+        """The checkpoint at ``path``, its weights loaded: one line if made for another model."""
+        state = saved.load_state(path, what, self.torch_device)
         own = {k: tuple(v.shape) for k, v in self.net.state_dict().items()}
-        theirs = {k: tuple(v.shape) for k, v in dict(weights).items() if hasattr(v, "shape")}
+        weights = dict(state.get("model") or {})
+        theirs = {k: tuple(v.shape) for k, v in weights.items() if hasattr(v, "shape")}
         mismatch = truth.model_mismatch(f"{what} {path}", self.spec.name, own, theirs)
         if mismatch is not None:
             raise mismatch
-
-    def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        state = load_state(path, what, self.torch_device)
-        self._fits(what, path, state.get("model") or {})
         try:
             self.net.load_state_dict(state["model"])
+        except saved.LOAD_ERRORS as err:
+            raise saved.not_this_model(what, path, err) from err
+        return state
+
+    def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
+        state = self._load(path, what)
+        try:
             self.optimizer.load_state_dict(state["optimizer"])
-            if self.scaler is not None and "scaler" in state:
-                self.scaler.load_state_dict(state["scaler"])
+            if self.run.scaler is not None and "scaler" in state:
+                self.run.scaler.load_state_dict(state["scaler"])
             found = {"epoch": state["epoch"], "seed": state["seed"]}
             found["batches"] = state.get("batches", 0)  # a checkpoint_every one's
             return {key: int(value) for key, value in found.items()}
-        except LOAD_ERRORS as err:
-            raise not_this_model(what, path, err) from err
+        except saved.LOAD_ERRORS as err:
+            raise saved.not_this_model(what, path, err) from err
 
     def prepare(
         self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
     ) -> None:
-        """The model of the checkpoint at ``path`` built for ``shape``, holding its weights
-        (not the optimizer's state), in eval mode; inputs normalised as training did."""
-        self.net = guards.build(self.spec, shape).to(self.torch_device)
-        state = load_state(path, "--checkpoint", self.torch_device)
-        self._fits("--checkpoint", path, state.get("model") or {})
-        try:
-            self.net.load_state_dict(state["model"])
-        except LOAD_ERRORS as err:
-            raise not_this_model("--checkpoint", path, err) from err
+        self._built(shape)
+        self._load(path, "--checkpoint")
         self.net.eval()
         self.normalise = Normalise(mean, std, len(shape.input), self.torch_device)
-        self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
-        if self.channels_last:
-            self.net = self.net.to(memory_format=torch.channels_last)
 
     @torch.inference_mode()
     def infer(self, inputs: np.ndarray) -> np.ndarray:
-        batch = self.normalise(torch.from_numpy(inputs).to(self.torch_device))
-        if self.channels_last:
-            batch = batch.contiguous(memory_format=torch.channels_last)
+        batch = self._batch(self.normalise, inputs)
         with self.precision.autocast():
             outputs = self.net(batch)
         return outputs.float().cpu().numpy()
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
-        state = load_state(path, "--pretrained", self.torch_device)
+        state = saved.load_state(path, "--pretrained", self.torch_device)
         # Our checkpoints hold {"model": state_dict, ...}; others are a bare state_dict.
         weights = state.get("model", state)
         own = self.net.state_dict()
@@ -321,8 +260,6 @@ class TorchBackend:
         self.net.load_state_dict(own)
 
     def weights_digest(self) -> str:
-        # Parameters: what DDP keeps equal on every rank. Buffers (BatchNorm's running
-        # statistics) are each rank's own, from its own batches.
         digest = hashlib.sha256()
         for value in self.net.parameters():
             digest.update(value.detach().cpu().contiguous().numpy().tobytes())

@@ -1,17 +1,9 @@
-"""This process's place in the job and its device, however it was started.
-
-* torchrun (and the Kubernetes operators, which start torchrun): RANK,
-  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-* One process per device, as ModelArts, OpenI's NPU jobs and the ModelZoo 8p
-  loops start them: RANK_SIZE, RANK_ID, DEVICE_ID (or ASCEND_DEVICE_ID), maybe
-  RANK_TABLE_FILE. The ranks meet at MASTER_ADDR:MASTER_PORT, else at the server
-  holding rank 0 in the rank table.
-* Neither: one process alone.
-"""
+"""This process's place in the job and its device: torchrun's RANK, WORLD_SIZE, LOCAL_RANK ...;
+or one process per device (ModelArts, OpenI, ModelZoo 8p loops): RANK_SIZE, RANK_ID, DEVICE_ID,
+meeting at MASTER_ADDR or at rank 0's server in RANK_TABLE_FILE; or one process alone."""
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
@@ -43,8 +35,7 @@ class Placement:
 
 
 def _rank_zero_server(table: Path) -> str:
-    """The address of the server holding rank 0 in an HCCL rank table (server_list or
-    group_list form): rank 0's process holds the store where the ranks meet."""
+    """The server holding rank 0 (and the store the ranks meet at) in an HCCL rank table."""
     try:
         data = json.loads(table.read_text(encoding="utf-8"))
         if "server_list" in data:
@@ -86,26 +77,22 @@ def _per_device(world_size: int) -> Placement:
 
 
 def placement() -> Placement:
-    """Read the launcher's variables (see the module's docstring)."""
-    world_size = env_int("WORLD_SIZE")
-    if world_size is not None and world_size > 1:
-        local = env_int("LOCAL_RANK") or 0
+    """This process's place, from the launcher's variables (see the module's docstring)."""
+    if (world_size := env_int("WORLD_SIZE") or 1) > 1:
         return Placement(
             rank=env_int("RANK") or 0,
             world_size=world_size,
             local_world_size=env_int("LOCAL_WORLD_SIZE") or 1,
-            device_index=local,
+            device_index=env_int("LOCAL_RANK") or 0,
             master_addr=os.environ.get("MASTER_ADDR"),
             master_port=env_int("MASTER_PORT") or DEFAULT_PORT,
         )
-    rank_size = env_int("RANK_SIZE")
-    if rank_size is not None and rank_size > 1:
+    if (rank_size := env_int("RANK_SIZE") or 1) > 1:
         return _per_device(rank_size)
     return Placement(device_index=env_first("LOCAL_RANK", "DEVICE_ID", "ASCEND_DEVICE_ID") or 0)
 
 
-# What device_target auto asks, in this order.
-LOOKED_FOR = "torch_npu (torch.npu.is_available()) and torch.cuda.is_available()"
+LOOKED_FOR = "torch_npu (torch.npu.is_available()) and torch.cuda.is_available()"  # auto's order
 
 
 def _npu_available() -> bool:
@@ -141,41 +128,27 @@ def join(place: Placement, device: torch.device) -> None:
     if place.master_addr:
         os.environ.setdefault("MASTER_ADDR", place.master_addr)
         os.environ.setdefault("MASTER_PORT", str(place.master_port))
-    # DistributedDataParallel imports torch._dynamo (torch 2.0 on), which keeps a reference to
-    # every process group that exists when it is imported: such a group outlives leave().
-    # Imported first, it holds none (see leave()). torch 1.x has no dynamo, and no such hold.
+    # DDP imports torch._dynamo, which would hold every group existing then past leave().
     if importlib.util.find_spec("torch._dynamo") is not None:
         importlib.import_module("torch._dynamo")
-    seconds = _join_timeout()
+    # The launcher's --join-timeout, for ranks it starts one per device (torchrun keeps its own).
+    text = os.environ.get(JOIN_TIMEOUT_ENV, "").strip()
+    try:
+        seconds = float(text) if text else None
+    except ValueError as err:
+        raise DeviceError(f"{JOIN_TIMEOUT_ENV}={text!r} is not a number of seconds") from err
     store = None if seconds is None else _meet(place, seconds)
     dist.init_process_group(
         BACKENDS[device.type], store=store, rank=place.rank, world_size=place.world_size
     )
 
 
-def _join_timeout() -> float | None:
-    """TRAIN_JOIN_TIMEOUT: the launcher's --join-timeout, for ranks it starts one per device
-    (torchrun's ranks meet through torchrun, which keeps its own)."""
-    text = os.environ.get(JOIN_TIMEOUT_ENV, "").strip()
-    try:
-        return float(text) if text else None
-    except ValueError as err:
-        raise DeviceError(f"{JOIN_TIMEOUT_ENV}={text!r} is not a number of seconds") from err
-
-
 def _meet(place: Placement, seconds: float) -> dist.TCPStore:
-    """The store the ranks meet at, rank 0's, with every rank in it within ``seconds``:
-    torch's own wait is 30 minutes, retrying a name that does not resolve all along."""
+    """Rank 0's store, every rank in it within ``seconds`` (torch would wait 30 minutes)."""
     host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    limit, master = timedelta(seconds=seconds), place.rank == 0
     try:
-        store = dist.TCPStore(
-            host,
-            port,
-            place.world_size,
-            is_master=place.rank == 0,
-            timeout=timedelta(seconds=seconds),
-            wait_for_workers=True,
-        )
+        store = dist.TCPStore(host, port, place.world_size, is_master=master, timeout=limit)
     except (RuntimeError, ValueError, OSError) as err:  # DistStoreError is a RuntimeError
         reason = " ".join(str(err).split())[:200]
         raise DeviceError(
@@ -183,8 +156,7 @@ def _meet(place: Placement, seconds: float) -> dist.TCPStore:
             f"{host}:{port} within {seconds:g} s (is every node started, and does {host} "
             f"resolve and answer from here?): {reason}"
         ) from err
-    # Met: the group's own waits (collectives, checkpoints) keep torch's default.
-    store.set_timeout(timedelta(minutes=30))
+    store.set_timeout(timedelta(minutes=30))  # met: the group's own waits keep torch's default
     return store
 
 
@@ -207,14 +179,7 @@ def any_rank(flag: bool, world_size: int, device: torch.device) -> bool:
 
 
 def leave() -> None:
-    """Leave the process group, if this process joined one, and end its threads.
-
-    The group must go here, not at interpreter exit: its background threads (gloo's
-    workers, the NCCL and HCCL watchdogs) may still be releasing the last collectives'
-    tensors, which takes the GIL, and a thread that asks for the GIL while Python finalises
-    is ended inside a C++ destructor: std::terminate, SIGABRT after a finished run.
-    destroy_process_group ends those threads only when nothing else holds the group, so the
-    caller drops its DistributedDataParallel first.
-    """
+    """Leave the process group now (the caller drops its DDP first): at interpreter exit, its
+    threads (gloo's, NCCL's, HCCL's) taking the GIL die in a C++ destructor, SIGABRT."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

@@ -1,13 +1,5 @@
-"""Batches for the PyTorch loop, from data held on the device or streamed from disk.
-
-In memory (data that fits, no augmentation): every split is copied to the device once
-as uint8 and normalised there; batches are cut by index, no DataLoader.
-
-Streaming: a DataLoader whose workers decode samples (the readers' decode) and
-augment them (the Task's augment, src/data.py's); uint8 batches are normalised on the
-device, a quarter of the bytes to move. Each rank reads its own shard in the order
-data/sharding.py gives.
-"""
+"""Batches for the PyTorch loop: held on the device, normalised once (data that fits, with no
+augmentation), or streamed by a DataLoader's workers as uint8 and normalised on the device."""
 
 from __future__ import annotations
 
@@ -30,22 +22,18 @@ def auto_workers(local_devices: int) -> int:
 
 
 class Normalise:
-    """(x - mean) / std per channel (images) or feature (rows), on the device. Images are
-    first scaled to [0, 1], as MindSpore's side does: the same float operations in both
-    frameworks and for any number of ranks."""
+    """(x - mean) / std per channel or feature; images to [0, 1] first, as MindSpore's side."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], ndim: int, device) -> None:
         view = (1, -1, 1, 1) if ndim == 3 else (1, -1)
         self.scale = 255.0 if ndim == 3 else 1.0
-        mean = [m / self.scale for m in mean]
-        std = [s / self.scale for s in std]
+        mean, std = ([value / self.scale for value in values] for values in (mean, std))
         self.mean = torch.tensor(mean, dtype=torch.float32, device=device).view(view)
         self.std = torch.tensor(std, dtype=torch.float32, device=device).view(view)
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
         inputs = inputs.float()
-        if self.scale != 1.0:
-            inputs = inputs.div_(self.scale)
+        inputs = inputs.div_(self.scale) if self.scale != 1.0 else inputs
         return inputs.sub_(self.mean).div_(self.std)
 
 
@@ -65,26 +53,16 @@ class SplitDataset(Dataset):
         sample = self.split.load(index)
         if self.augment is not None and (self.crop or self.flip):
             if self.rng is None:
-                # Each worker draws from its own stream (torch seeds workers apart).
-                self.rng = np.random.default_rng(torch.initial_seed())
+                self.rng = np.random.default_rng(torch.initial_seed())  # one stream per worker
             sample = self.augment(sample, self.rng, self.crop, self.flip)
         return torch.from_numpy(np.asarray(sample)), torch.as_tensor(self.split.labels[index])
 
 
 class PlanSampler(DistributedSampler):
-    """DistributedSampler (num_replicas, rank, set_epoch) whose order is the BatchPlan's:
-    N ranks with batch b read disjoint shards that together are one process's batches of
-    N x b, and a resumed run reads what an unbroken one would."""
+    """DistributedSampler in the BatchPlan's order (a resumed run reads what an unbroken would)."""
 
     def __init__(self, dataset: Dataset, plan: BatchPlan) -> None:
-        super().__init__(
-            dataset,
-            num_replicas=plan.world_size,
-            rank=plan.rank,
-            shuffle=True,
-            seed=plan.seed,
-            drop_last=True,
-        )
+        super().__init__(dataset, plan.world_size, plan.rank, seed=plan.seed, drop_last=True)
         self.plan = plan
 
     def __iter__(self) -> Iterator[int]:
@@ -104,8 +82,7 @@ class InMemory:
 
     def epoch(self, plan: BatchPlan, epoch: int) -> Iterator[Batch]:
         indices = torch.from_numpy(plan.batches(epoch)).to(self.inputs.device)
-        for index in indices:
-            yield self.inputs[index], self.labels[index]
+        yield from ((self.inputs[index], self.labels[index]) for index in indices)
 
     def batches(self, size: int = EVAL_BATCH) -> Iterator[Batch]:
         for start in range(0, len(self.labels), size):
@@ -129,8 +106,7 @@ class Streamed:
         self.normalise, self.device = normalise, device
         self.dataset = SplitDataset(split, augment, crop, flip)
         self.workers, self.batch_size = workers, batch_size
-        # Pinned host memory lets the copy to a GPU overlap the step.
-        self.pin = device.type == "cuda"
+        self.pin = device.type == "cuda"  # pinned host memory: the copy to a GPU overlaps the step
         self.loader: DataLoader | None = None
 
     def _to_device(self, inputs: torch.Tensor, labels: torch.Tensor) -> Batch:
@@ -146,14 +122,11 @@ class Streamed:
                 num_workers=self.workers,
                 pin_memory=self.pin,
                 drop_last=True,
-                # Workers live across epochs: forking them again each epoch costs seconds.
-                persistent_workers=self.workers > 0,
+                persistent_workers=self.workers > 0,  # forking them each epoch costs seconds
             )
         self.loader.sampler.set_epoch(epoch)
-        for inputs, labels in self.loader:
-            yield self._to_device(inputs, labels)
+        yield from (self._to_device(inputs, labels) for inputs, labels in self.loader)
 
     def batches(self, size: int = EVAL_BATCH) -> Iterator[Batch]:
         loader = DataLoader(self.dataset, batch_size=size, num_workers=self.workers)
-        for inputs, labels in loader:
-            yield self._to_device(inputs, labels)
+        yield from (self._to_device(inputs, labels) for inputs, labels in loader)

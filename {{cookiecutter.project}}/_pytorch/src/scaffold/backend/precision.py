@@ -1,10 +1,5 @@
-"""Mixed precision: which dtype autocast uses on this device, and the gradient scaler.
-
-On by default on accelerators, off on the CPU (where --amp true gives bfloat16
-autocast, which the tests exercise). bfloat16 where the device supports it: it
-needs no loss scaling. float16 otherwise (older GPUs, Ascend NPUs), with a
-GradScaler so that small gradients do not underflow.
-"""
+"""Mixed precision, on by default on accelerators: bfloat16 where supported (no loss scaling),
+else float16 (older GPUs, Ascend NPUs) with a GradScaler so small gradients do not underflow."""
 
 from __future__ import annotations
 
@@ -37,14 +32,7 @@ class Precision:
             return None
         if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
             return torch.amp.GradScaler(self.device.type)
-        module = torch.npu if self.device.type == "npu" else torch.cuda
-        return module.amp.GradScaler()
-
-
-def _bf16_supported(device: torch.device) -> bool:
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return device.type == "cpu"
+        return (torch.npu if self.device.type == "npu" else torch.cuda).amp.GradScaler()
 
 
 def choose(setting: str, device: torch.device) -> Precision:
@@ -52,4 +40,5 @@ def choose(setting: str, device: torch.device) -> Precision:
     enabled = setting == "true" or (setting == "auto" and device.type != "cpu")
     if not enabled:
         return Precision(device)
-    return Precision(device, torch.bfloat16 if _bf16_supported(device) else torch.float16)
+    bf16 = torch.cuda.is_bf16_supported() if device.type == "cuda" else device.type == "cpu"
+    return Precision(device, torch.bfloat16 if bf16 else torch.float16)

@@ -1,5 +1,4 @@
-"""PyTorch's checkpoint files: what torch.save wrote, read back safely (weights only), and
-what a checkpoint records besides its state (read_meta) for the commands that read it."""
+"""PyTorch's checkpoint files, read back safely (weights only), and their meta (read_meta)."""
 
 from __future__ import annotations
 
@@ -14,10 +13,8 @@ from src.scaffold.data.splits import CHECKPOINT_META
 from src.scaffold.errors import CheckpointError
 
 CHECKPOINT_SUFFIX = ".pt"
-# What a checkpoint carries besides the model's and optimizer's state (read_meta).
-META = ("epoch", "seed", *CHECKPOINT_META)
-# What torch.load and load_state_dict raise for a file that is not our checkpoint.
-LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
+META = ("epoch", "seed", *CHECKPOINT_META)  # what a checkpoint holds besides the state
+LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)  # not ours
 
 
 def load_arrays(path: Path) -> dict[str, Any]:
@@ -32,8 +29,7 @@ def not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
 
 
 def load_state(path: Path, what: str, device: Any = "cpu") -> dict[str, Any]:
-    """What torch.save wrote to ``path``; one line naming the option ``what`` that gave the
-    path when it is missing or not a checkpoint."""
+    """What torch.save wrote to ``path``; one line naming the option ``what`` if it cannot."""
     if not path.is_file():
         raise CheckpointError(f"{what} {path}: no such file")
     # torch.save writes a zip archive: anything else is not worth unpickling.
@@ -50,8 +46,6 @@ def load_state(path: Path, what: str, device: Any = "cpu") -> dict[str, Any]:
 
 
 def read_meta(path: Path, what: str = "--checkpoint") -> dict[str, Any]:
-    """What a checkpoint holds besides the state: epoch, seed, model_name, classes, the data's
-    shape, format and normalisation (src/scaffold/data/splits.py's CHECKPOINT_META; a
-    checkpoint from before they were kept has fewer)."""
+    """META: epoch, seed and data/splits.py's CHECKPOINT_META (fewer in an older checkpoint)."""
     state = load_state(path, what)
     return {key: state[key] for key in META if key in state}

@@ -1,6 +1,5 @@
-"""What src/step.py's train_step is handed as ``run``: the parts of a training step that
-depend on the device and the run (mixed precision, the gradient scaler, accumulation over
-batches, clipping), so that the step itself is yours (Lightning Fabric's shape)."""
+"""src/step.py's train_step's ``run``: the device's and config's parts of a step (precision,
+scaling, accumulation, clipping), so that the step itself is yours (Lightning Fabric's shape)."""
 
 from __future__ import annotations
 
@@ -22,20 +21,13 @@ def default_train_step(model: Any, batch: Any, run: StepRun) -> torch.Tensor:
 
 
 class StepRun:
-    """Each batch's place in its optimizer step: ``window`` batches (config.yaml's
-    accumulate, fewer at an epoch's end) share one step, taken after the ``last`` one."""
+    """``window`` batches (accumulate, fewer at an epoch's end) share a step, after the ``last``."""
 
     def __init__(
-        self,
-        optimizer: torch.optim.Optimizer,
-        precision: Precision,
-        clip_grad_norm: float | None,
-        loss: Any,
+        self, optimizer: torch.optim.Optimizer, precision: Precision, clip: float | None, loss: Any
     ) -> None:
-        self.optimizer, self.precision = optimizer, precision
-        self.scaler = precision.scaler()
-        self.clip = clip_grad_norm
-        self.loss_fn = loss  # src/step.py's loss
+        self.optimizer, self.precision, self.scaler = optimizer, precision, precision.scaler()
+        self.clip, self.loss_fn = clip, loss  # clip_grad_norm, src/step.py's loss
         self.window, self.last = 1, True
 
     def autocast(self) -> ContextManager[Any]:
@@ -43,14 +35,12 @@ class StepRun:
         return self.precision.autocast()
 
     def backward(self, loss: torch.Tensor) -> None:
-        """Gradients of ``loss``, added to those of the step's earlier batches: each batch's
-        share of the step's mean (loss / window), scaled where float16 needs it."""
+        """Adds the gradients of ``loss`` / window (its share of the step's mean), scaled."""
         share = loss / self.window if self.window > 1 else loss
         (share if self.scaler is None else self.scaler.scale(share)).backward()
 
     def optimizer_step(self) -> bool:
-        """On the step's last batch: the gradients unscaled and clipped (clip_grad_norm),
-        the optimizer's step, the gradients cleared; True then. False on other batches."""
+        """On the step's last batch: unscale, clip, step, clear; True then, else False."""
         if not self.last:
             return False
         if self.clip is not None:

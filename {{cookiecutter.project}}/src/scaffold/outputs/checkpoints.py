@@ -57,6 +57,13 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write then rename: a reader never sees half a file, even if the job is killed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def read_pointer(directory: Path) -> dict:
     value = read_json(directory / POINTER)
     return value if isinstance(value, dict) else {}
@@ -125,8 +132,5 @@ class Retention:
             "monitor": {"metric": self.monitor.metric, "mode": self.monitor.mode},
             "scores": dict(sorted(self.scores.items(), key=lambda i: self._epoch(i[0]))),
         }
-        # Write then rename: a job killed now leaves the previous pointer, never half of one.
-        tmp = self.directory / f".{POINTER}.tmp"
-        tmp.write_text(json.dumps(pointer, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.directory / POINTER)
+        replace_text(self.directory / POINTER, json.dumps(pointer, indent=2) + "\n")
         return [*dropped, *inside]

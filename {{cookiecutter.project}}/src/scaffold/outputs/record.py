@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.outputs.checkpoints import read_json
+from src.scaffold.outputs.checkpoints import read_json, replace_text
 from src.scaffold.outputs.tensorboard import EventWriter, truncate
 
 HPARAMS = "hparams.json"
@@ -23,13 +22,6 @@ EVALS = "eval.jsonl"
 TYPES = ("step", "train", "val", "test", "stop")
 # TensorBoard and MLflow names: type "step" is the train curve, "train" its epoch means.
 PREFIX = {"step": "train", "train": "train_epoch", "val": "val", "test": "test"}
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write then rename: a reader never sees half a file, even if the job is killed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class RunRecord:
@@ -73,7 +65,7 @@ class RunRecord:
             kept = [line for line in lines if line["step"] <= step or line["type"] == "test"]
             trained = [line["step"] for line in kept if line["type"] != "test"]
             self._last_step = max(trained, default=0)
-            _replace(metrics, "".join(json.dumps(line) + "\n" for line in kept))
+            replace_text(metrics, "".join(json.dumps(line) + "\n" for line in kept))
         earlier = read_json(self.output_dir / HPARAMS)
         if isinstance(earlier, dict):
             attempts = earlier.pop("attempts", None)
@@ -90,7 +82,7 @@ class RunRecord:
         values: dict[str, Any] = {"run_id": self.run_id, **hparams}
         if self._attempts:
             values["attempts"] = [*self._attempts, dict(values)]
-        _replace(self.output_dir / HPARAMS, json.dumps(values, indent=2) + "\n")
+        replace_text(self.output_dir / HPARAMS, json.dumps(values, indent=2) + "\n")
         if self.events is not None:
             # A markdown table in the Text tab, at the attempt's first step: each attempt's once.
             rows = [f"| {key} | {json.dumps(value)} |" for key, value in values.items()]
@@ -121,7 +113,7 @@ class RunRecord:
 
     def _list_artifacts(self, relative: str, *entry: dict[str, object]) -> None:
         self._artifacts = [a for a in self._artifacts if a["path"] != relative] + [*entry]
-        _replace(self.output_dir / ARTIFACTS, json.dumps(self._artifacts, indent=2) + "\n")
+        replace_text(self.output_dir / ARTIFACTS, json.dumps(self._artifacts, indent=2) + "\n")
 
     def remove_artifact(self, path: Path) -> None:
         """Forget a file under output_dir that was deleted (a checkpoint no longer kept)."""

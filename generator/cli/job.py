@@ -43,6 +43,13 @@ Every pod runs bash /app/scripts/run_8p.sh --cluster KIND --join-timeout S
 node holding N devices (--devices-per-node), which may differ from the
 project's.
 
+On a fault each kind reruns the job, at most 3 times, and every pod's
+command continues the run its output holds: keep it on --output-pvc (without
+one, a warning says a restart starts over). Volcano, PyTorchJob and a
+TrainJob's own runtime (--gang, --queue) never rerun exit status 2, a
+configuration error; MindCluster kinds carry fault-scheduling=grace (and
+fault-retry-times on 910b AscendJobs).
+
 \b
 Ascend pods share their node's network, so each job has a port of its own:
 P, from a hash of its namespace and name into 20000-29999 (--port to
@@ -53,6 +60,14 @@ and sp-block, the NPUs of one logical super pod (default: the whole job),
 must be a multiple of 16 that divides the job's NPUs, at most 768 (48
 nodes); a one-pod job's sp-block is its NPUs. host-arch selects the nodes
 of the image's CPU: huawei-arm (aarch64) or huawei-x86 (x86_64)."""
+
+
+# Without a claim the run's outputs live in the container: any restart (a lost node, an
+# eviction, the job's own fault policy) starts the run over with nothing to continue.
+EPHEMERAL_OUTPUT = (
+    "no --output-pvc: the run's outputs and checkpoints die with the pod, and a restarted pod "
+    "starts the run over; pass --output-pvc CLAIM to keep them and resume"
+)
 
 
 @click.group()
@@ -122,8 +137,10 @@ def render(project_dir: Path, output: Path | None, force: bool, **given: object)
     text = render_text(spec)
     if output is None:
         click.echo(text, nl=False)
-        return
-    write_new(output, text, force=force)
-    click.echo(
-        f"wrote {output}: {spec.kind} {spec.name}, {spec.nnodes} node(s), image {spec.image}"
-    )
+    else:
+        write_new(output, text, force=force)
+        click.echo(
+            f"wrote {output}: {spec.kind} {spec.name}, {spec.nnodes} node(s), image {spec.image}"
+        )
+    if spec.output_pvc is None:
+        click.echo(f"warning: {EPHEMERAL_OUTPUT}", err=True)

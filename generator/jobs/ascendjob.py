@@ -3,7 +3,7 @@ Master plus Workers; the Ascend Operator injects the framework's env."""
 
 from __future__ import annotations
 
-from generator.jobs import pod
+from generator.jobs import faults, pod
 from generator.jobs.pod import Doc
 from generator.jobs.spec import JobSpec
 
@@ -16,8 +16,6 @@ RING_LABEL = "ring-controller.atlas"
 # take the job's own (spec.port, generator/jobs/ascend.py).
 CONTAINER = "ascend"
 PORT_NAME = "ascendjob-port"
-# Whole-job reschedules the operator may make before the job fails.
-BACKOFF_LIMIT = 3
 # MindSpore's leader is the Scheduler: with NPUs it is node 0 and also trains (the
 # operator sets NPU_POD=true there and numbers Workers from 1), so nnodes pods fill
 # nnodes nodes. PyTorch's leader is the Master (RANK 0).
@@ -30,7 +28,11 @@ def documents(spec: JobSpec) -> list[Doc]:
     replicas = {LEADER[spec.framework]: _replica(spec, 1)}
     if spec.nnodes > 1:
         replicas["Worker"] = _replica(spec, spec.nnodes - 1)
-    labels = {"framework": spec.framework, RING_LABEL: pod.ring_controller(spec)}
+    labels = {
+        "framework": spec.framework,
+        RING_LABEL: pod.ring_controller(spec),
+        **faults.mindcluster_labels(spec.kind, spec.chip),
+    }
     metadata = pod.metadata(spec, labels)
     if pod.job_annotations(spec):
         metadata["annotations"] = pod.job_annotations(spec)
@@ -42,7 +44,8 @@ def documents(spec: JobSpec) -> list[Doc]:
             "spec": {
                 "schedulerName": "volcano",
                 "runPolicy": {
-                    "backoffLimit": BACKOFF_LIMIT,
+                    # Whole-job reschedules before the job fails.
+                    "backoffLimit": faults.RESTARTS,
                     # Gang: the operator checks the queue exists, so it is always named.
                     "schedulingPolicy": {
                         "minAvailable": spec.nnodes,
@@ -60,4 +63,5 @@ def _replica(spec: JobSpec, count: int) -> Doc:
     main = pod.container(spec, CONTAINER, ports=[{"name": PORT_NAME, "containerPort": spec.port}])
     extra = {RING_LABEL: pod.ring_controller(spec)}
     template = pod.template(spec, main, extra_labels=extra)
+    # Never: MindCluster's unconditional retry (fault-retry-times) requires it.
     return {"replicas": count, "restartPolicy": "Never", "template": template}

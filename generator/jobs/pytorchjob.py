@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.jobs import pod
+from generator.jobs import faults, pod
 from generator.jobs.pod import Doc
 from generator.jobs.spec import JobSpec
 
@@ -11,9 +11,6 @@ API_VERSION = "kubeflow.org/v1"
 # this port name; 23456 (spec.port on CUDA) is its default.
 CONTAINER = "pytorch"
 PORT_NAME = "pytorchjob-port"
-# A failed container restarts in place, and torchrun's agents re-rendezvous; after
-# this many restarts across all pods the job fails instead of looping.
-BACKOFF_LIMIT = 3
 
 
 def documents(spec: JobSpec) -> list[Doc]:
@@ -32,7 +29,7 @@ def documents(spec: JobSpec) -> list[Doc]:
             "spec": {
                 "nprocPerNode": str(spec.devices_per_node),
                 # Gang scheduling when the operator runs with a gang scheduler.
-                "runPolicy": {"backoffLimit": BACKOFF_LIMIT, "schedulingPolicy": scheduling},
+                "runPolicy": {"schedulingPolicy": scheduling},
                 "pytorchReplicaSpecs": replicas,
             },
         }
@@ -41,4 +38,9 @@ def documents(spec: JobSpec) -> list[Doc]:
 
 def _replica(spec: JobSpec, count: int) -> Doc:
     main = pod.container(spec, CONTAINER, ports=[{"name": PORT_NAME, "containerPort": spec.port}])
-    return {"replicas": count, "restartPolicy": "OnFailure", "template": pod.template(spec, main)}
+    template = pod.template(spec, main)
+    return {
+        "replicas": count,
+        "restartPolicy": faults.PYTORCHJOB_RESTART_POLICY,
+        "template": template,
+    }

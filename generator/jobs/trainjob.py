@@ -4,12 +4,13 @@ Without a gang, the job runs on the cluster's torch-distributed ClusterTrainingR
 has no podGroupPolicy: pods start as they are placed and torchrun waits for the others. Our
 pod pieces reach its pods through the one override field each release has. With --gang or
 --queue the job brings a TrainingRuntime of its own whose podGroupPolicy makes the nodes a
-gang (Volcano, or scheduler-plugins' coscheduling), and whose pods carry those pieces.
+gang (Volcano, or scheduler-plugins' coscheduling), whose pods carry those pieces, and whose
+JobSet restarts on a fault but not on a configuration error (generator/jobs/faults.py).
 """
 
 from __future__ import annotations
 
-from generator.jobs import pod
+from generator.jobs import faults, pod
 from generator.jobs.pod import Doc
 from generator.jobs.spec import JobSpec
 
@@ -127,6 +128,7 @@ def _runtime(spec: JobSpec) -> Doc:
         # How long the gang may wait to be placed whole, as long as the ranks wait to meet.
         policy = {"coscheduling": {"scheduleTimeoutSeconds": spec.join_timeout}}
     pod_spec = {
+        "restartPolicy": faults.POD_RESTART_POLICY,
         "schedulerName": SCHEDULERS[gang],
         "affinity": pod.affinity(spec),
         "securityContext": dict(pod.SECURITY_CONTEXT),
@@ -139,10 +141,15 @@ def _runtime(spec: JobSpec) -> Doc:
         "name": NODE,
         "template": {
             "metadata": {"labels": dict(ANCESTOR)},
-            "spec": {"template": {"metadata": {"labels": pod.labels(spec)}, "spec": pod_spec}},
+            "spec": {
+                **faults.job_failure_policy(NODE),
+                "template": {"metadata": {"labels": pod.labels(spec)}, "spec": pod_spec},
+            },
         },
     }
-    template: Doc = {"spec": {"replicatedJobs": [node]}}
+    template: Doc = {
+        "spec": {"failurePolicy": faults.jobset_failure_policy(), "replicatedJobs": [node]}
+    }
     if spec.queue:
         template = {"metadata": {"annotations": {VOLCANO_QUEUE: spec.queue}}, **template}
     return {

@@ -3,7 +3,7 @@ Ascend, MindCluster's rings-config ConfigMap and labels as well."""
 
 from __future__ import annotations
 
-from generator.jobs import pod
+from generator.jobs import faults, pod
 from generator.jobs.pod import Doc
 from generator.jobs.spec import JobSpec
 
@@ -13,20 +13,18 @@ RING_LABEL = "ring-controller.atlas"
 # spec.port, the job's own on Ascend's host network), WORLD_SIZE (pods) and RANK (master 0,
 # worker i+1); svc gives pods stable hostnames.
 PLUGINS = {"pytorch": ["--master=master", "--worker=worker"], "svc": []}
-# A failed rank fails the job (AbortJob): restarting the gang would fail the same way.
-# An evicted pod (node drained, preempted) reruns the whole gang, at most MAX_RETRY times.
-POLICIES = [
-    {"event": "PodFailed", "action": "AbortJob"},
-    {"event": "PodEvicted", "action": "RestartJob"},
-]
-MAX_RETRY = 3
 # What the ConfigMap holds until Ascend Operator writes the table ("status": "completed").
 INITIAL_RANK_TABLE = '{"status":"initializing"}'
 
 
 def documents(spec: JobSpec) -> list[Doc]:
     """The Job, after its rank-table ConfigMap on Ascend (kubectl applies in order)."""
-    ascend = {RING_LABEL: pod.ring_controller(spec)} if spec.ascend else {}
+    ascend: dict[str, str] = {}
+    if spec.ascend:
+        ascend = {
+            RING_LABEL: pod.ring_controller(spec),
+            **faults.mindcluster_labels(spec.kind, spec.chip),
+        }
     tasks = [_task(spec, "master", 1)]
     if spec.nnodes > 1:
         tasks.append(_task(spec, "worker", spec.nnodes - 1))
@@ -42,8 +40,9 @@ def documents(spec: JobSpec) -> list[Doc]:
             "queue": spec.queue or "default",
             # Gang: no pod starts until every node's pod can.
             "minAvailable": spec.nnodes,
-            "maxRetry": MAX_RETRY,
-            "policies": [dict(p) for p in POLICIES],
+            # A lost or failed pod reruns the whole gang, a configuration error never.
+            "maxRetry": faults.RESTARTS,
+            "policies": [dict(p) for p in faults.VOLCANO_POLICIES],
             "plugins": _plugins(spec),
             "tasks": tasks,
         },

@@ -45,6 +45,11 @@ GOLDEN = {
         ["--devices-per-node", "16"],
     ),
 }
+# Without a claim for /output, one line on stderr says what a restart loses and what to pass.
+EPHEMERAL_WARNING = (
+    "warning: no --output-pvc: the run's outputs and checkpoints die with the pod, and a "
+    "restarted pod starts the run over; pass --output-pvc CLAIM to keep them and resume\n"
+)
 # The CRDs of the release a case renders for (tests/data/crds/<release>/).
 RELEASES = {"v2.0": "trainer-v2.0", "v2.1": "trainer-v2.1", "v2.2": "trainer-v2.2"}
 GOLDEN_CASES = list(GOLDEN)
@@ -81,10 +86,25 @@ def test_each_kind_renders_its_golden_manifest(
     kind, _, release = case.removesuffix(".yaml").partition("-")
     result = gen("job", "render", "--kind", kind, *args, cwd=project)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    assert result.stderr == ("" if "--output-pvc" in args else EPHEMERAL_WARNING)
     for doc in yaml.safe_load_all(result.stdout):
         assert problems(doc, RELEASES.get(release[:4], "")) == []
     golden.check(case, result.stdout)
+
+
+@pytest.mark.parametrize("kind", ["trainjob", "pytorchjob", "volcano"])
+def test_without_an_output_claim_one_warning_line_says_a_restart_starts_over(
+    render_project: RenderProject, kind: str
+) -> None:
+    project = _project(render_project)
+    out = project / "job.yaml"
+    bare = gen("job", "render", "--kind", kind, "-o", str(out), cwd=project)
+    assert bare.returncode == 0
+    assert bare.stderr == EPHEMERAL_WARNING
+    assert bare.stdout.startswith(f"wrote {out}: {kind}")
+    kept = gen("job", "render", "--kind", kind, "--output-pvc", "runs", cwd=project)
+    assert kept.returncode == 0 and kept.stderr == ""
+    assert "claimName: runs\n" in kept.stdout
 
 
 def test_a_both_project_runs_each_kind_on_its_own_image(render_project: RenderProject) -> None:

@@ -132,7 +132,7 @@ def check_rules(docs: list[dict[str, Any]], asked: Asked) -> None:
     job = docs[-1]
     _check_names(docs, asked)
     _check_gang(docs, asked)
-    _check_restarts(docs, asked.kind)
+    _check_restarts(docs, asked)
     for template, _, _ in _pods(docs):
         _check_placement(template, asked)
         main = _main_container(job, template)
@@ -305,19 +305,94 @@ def _check_gang(docs: list[dict[str, Any]], asked: Asked) -> None:
         assert policy.get("queue") == (queue or ("default" if job["kind"] == "AscendJob" else None))
 
 
-def _check_restarts(docs: list[dict[str, Any]], kind: str) -> None:
-    """A failing job fails: bounded restarts, never Always."""
-    spec = docs[-1]["spec"]
+def _check_restarts(docs: list[dict[str, Any]], asked: Asked) -> None:
+    """A fault reruns the job, a bounded number of times; a configuration error (exit status 2)
+    is never rerun where the kind's API can tell it apart."""
+    job = docs[-1]
+    spec = job["spec"]
     policies = {p for _, _, p in _pods(docs)}
-    if kind == "trainjob":
-        assert policies == {None}  # the runtime's JobSet failure policy decides
-    elif kind == "volcano":
-        assert policies == {"Never"}
-        assert 0 <= spec["maxRetry"] <= 3
-        assert {"event": "PodFailed", "action": "AbortJob"} in spec["policies"]
+    labels = job["metadata"]["labels"]
+    if asked.accelerator == "ascend":
+        # MindCluster's resumable training; "force" is not for pods on the host's network.
+        assert labels["fault-scheduling"] == "grace"
+        # pod-rescheduling needs MindCluster's TaskD in the image: left off.
+        assert "pod-rescheduling" not in labels
     else:
-        assert policies <= {"Never", "OnFailure"} and policies
-        assert 0 <= spec["runPolicy"]["backoffLimit"] <= 3
+        assert not {"fault-scheduling", "fault-retry-times"} & set(labels)
+    if asked.kind == "trainjob":
+        if asked.variant.get("queue"):
+            _check_own_runtime_restarts(docs[0])
+        else:
+            assert policies == {None}  # the stock runtime's JobSet failure policy decides
+    elif asked.kind == "volcano":
+        assert policies == {"Never"}
+        assert 1 <= spec["maxRetry"] <= 3
+        assert "fault-retry-times" not in labels  # it needs a PodFailed action Volcano refuses
+        assert volcano_action(spec["policies"], "PodFailed", 2) == "AbortJob"
+        for code in (1, 137, 143):
+            assert volcano_action(spec["policies"], "PodFailed", code) == "RestartJob"
+        assert volcano_action(spec["policies"], "PodEvicted", 0) == "RestartJob"
+    elif asked.kind == "pytorchjob":
+        # The training-operator reruns exit codes 128-255 (a signal) and fails 1-127 for good;
+        # its backoffLimit would count nothing under ExitCode, so none misleads.
+        assert policies == {"ExitCode"}
+        assert "backoffLimit" not in spec["runPolicy"]
+    else:
+        # MindCluster's unconditional retry needs restartPolicy Never, and only 910b has it.
+        assert policies == {"Never"}
+        assert 1 <= spec["runPolicy"]["backoffLimit"] <= 3
+        assert labels["fault-retry-times"] == "3"
+
+
+def volcano_action(policies: list[dict[str, Any]], event: str, exit_code: int) -> str:
+    """The action Volcano's job controller takes for a pod's ``event``: the first policy whose
+    event matches, or else whose exitCode matches, in order (volcano-sh/volcano:
+    pkg/controllers/job/job_controller_util.go applyPolicies); SyncJob when none does."""
+    for policy in policies:
+        if event in [*policy.get("events", []), policy.get("event")]:
+            return policy["action"]
+        if policy.get("exitCode") is not None and policy["exitCode"] == exit_code:
+            return policy["action"]
+    return "SyncJob"
+
+
+def trainjob_outcome(runtime: dict[str, Any], exit_code: int, disrupted: bool = False) -> str:
+    """What a node pod that failed with ``exit_code`` does to a TrainJob on ``runtime``: "pod
+    replaced", "restart" (the JobSet) or "fail", by the Job's podFailurePolicy (rules in order,
+    Kubernetes' Job controller), backoffLimit, then the JobSet's failurePolicy rules."""
+    jobset = runtime["spec"]["template"]["spec"]
+    (node,) = jobset["replicatedJobs"]
+    job = node["template"]["spec"]
+    reason = "BackoffLimitExceeded"
+    for rule in job["podFailurePolicy"]["rules"]:
+        codes = rule.get("onExitCodes")
+        conditions = [c["type"] for c in rule.get("onPodConditions", [])]
+        if codes and codes["operator"] == "In" and exit_code in codes["values"]:
+            assert codes["containerName"] == "node"
+        elif not (disrupted and "DisruptionTarget" in conditions):
+            continue
+        if rule["action"] == "Ignore":
+            return "pod replaced"
+        if rule["action"] == "FailJob":
+            reason = "PodFailurePolicy"
+        break
+    if reason == "BackoffLimitExceeded" and job["backoffLimit"] > 0:
+        return "pod replaced"
+    for rule in jobset["failurePolicy"].get("rules", []):
+        if reason in rule.get("onJobFailureReasons", [reason]):
+            return {"FailJobSet": "fail"}.get(rule["action"], "restart")
+    return "restart" if jobset["failurePolicy"]["maxRestarts"] > 0 else "fail"
+
+
+def _check_own_runtime_restarts(runtime: dict[str, Any]) -> None:
+    jobset = runtime["spec"]["template"]["spec"]
+    assert 1 <= jobset["failurePolicy"]["maxRestarts"] <= 3
+    pod = jobset["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"  # podFailurePolicy requires it
+    assert trainjob_outcome(runtime, 2) == "fail"
+    for code in (1, 137):
+        assert trainjob_outcome(runtime, code) == "restart"
+    assert trainjob_outcome(runtime, 143, disrupted=True) == "pod replaced"
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -487,6 +562,25 @@ def test_a_trainjob_gang_brings_its_own_runtime(version: str, gang: str) -> None
     assert pod["securityContext"]["fsGroup"] == 1000
     torch = runtime["spec"]["mlPolicy"]["torch"]
     assert torch == ({} if version == "2.2+" else {"numProcPerNode": 8})
+    _check_own_runtime_restarts(runtime)
+
+
+@pytest.mark.parametrize(("chip", "retries"), [("910", None), ("910b", "3"), ("910_93", None)])
+def test_only_910b_ascendjobs_ask_for_mindclusters_unconditional_retry(
+    chip: str, retries: str | None
+) -> None:
+    """fault-retry-times: only Atlas 800T A2 and 900 A2 PoD support it (MindCluster's YAML
+    description), and a Volcano Job cannot take it; fault-scheduling goes on every Ascend job."""
+    record = Options(project="demo", framework="mindspore", target="ascend", chip=chip)
+    devices = 16 if chip == "910_93" else 8
+    for kind in ("ascendjob", "volcano"):
+        request = jobs.JobRequest(kind=kind, image=IMAGE, devices_per_node=devices)
+        docs = manifests.documents(jobs.resolve(record, request, Path("/nonexistent")))
+        labels = docs[-1]["metadata"]["labels"]
+        assert labels["fault-scheduling"] == "grace"
+        assert labels.get("fault-retry-times") == (retries if kind == "ascendjob" else None)
+        for doc in docs:
+            assert k8s_schema.problems(doc) == []
 
 
 def test_an_a3_job_takes_whole_16_npu_nodes_as_one_super_pod() -> None:

@@ -11,7 +11,14 @@ import click
 
 from generator.cli.args import PROJECT_DIR
 from generator.cli.new import _parse_set
-from generator.submit.modelarts import AK_ENV, DEFAULT_TIMEOUT, PROJECT_ENV, SK_ENV
+from generator.submit.modelarts import (
+    AK_ENV,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    MAX_RETRIES,
+    PROJECT_ENV,
+    SK_ENV,
+)
 
 CREDENTIALS = f"Credentials: ${AK_ENV}, ${SK_ENV} and ${PROJECT_ENV} (never written anywhere)."
 
@@ -64,6 +71,19 @@ def submit() -> None:
 @click.option(
     "--env", "envs", multiple=True, metavar="KEY=VALUE", help="Environment variable (not MA_*)."
 )
+@click.option(
+    "--max-retries",
+    type=click.IntRange(0, MAX_RETRIES),
+    default=DEFAULT_RETRIES,
+    show_default=True,
+    help="ModelArts' auto restarts of the job on a fault or a hang (0: none); each rerun "
+    "continues the run in --output-obs.",
+)
+@click.option(
+    "--retry-any-failure",
+    is_flag=True,
+    help="Restart on any failure too, a configuration error (exit 2) included.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the request body; send nothing.")
 @_api_options
 def modelarts(
@@ -78,6 +98,8 @@ def modelarts(
     pool_id: str | None,
     params: tuple[str, ...],
     envs: tuple[str, ...],
+    max_retries: int,
+    retry_any_failure: bool,
     dry_run: bool,
     region: str,
     endpoint: str | None,
@@ -101,6 +123,8 @@ def modelarts(
         pool_id=pool_id,
         parameters=_parse_set(params),
         environment=environment,
+        retries=max_retries,
+        retry_any_failure=retry_any_failure,
     )
     if dry_run:
         click.echo(json.dumps(request_body(spec), indent=2, ensure_ascii=False))

@@ -15,7 +15,7 @@ from generator.errors import ImageUnknown, OptionError, SubmitError
 from generator.jobs import names
 from generator.jobs.spec import pushed_image
 from generator.render.project import read_record
-from generator.submit.modelarts import JobSpec
+from generator.submit.modelarts import DEFAULT_RETRIES, MAX_RETRIES, JobSpec
 
 # ModelArts' rule for metadata.name.
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -35,6 +35,8 @@ def job_spec(
     pool_id: str | None = None,
     parameters: Mapping[str, str] | None = None,
     environment: Mapping[str, str] | None = None,
+    retries: int = DEFAULT_RETRIES,
+    retry_any_failure: bool = False,
 ) -> JobSpec:
     """The job for ``project_dir``: its answers, its pushed image, and the flags."""
     options = read_record(project_dir)
@@ -62,6 +64,12 @@ def job_spec(
         raise OptionError("--name", f"{job_name!r}: use 1-64 letters, digits, '_' or '-'")
     if not flavor.strip():
         raise OptionError("--flavor", "give a flavor id (gen submit flavors lists them)")
+    if not 0 <= retries <= MAX_RETRIES:
+        raise OptionError(
+            "--max-retries", f"{retries} is out of range; use 0 (none) to {MAX_RETRIES}"
+        )
+    if retry_any_failure and not retries:
+        raise OptionError("--retry-any-failure", "needs restarts: leave out --max-retries 0")
     return JobSpec(
         name=job_name,
         image=image,
@@ -73,6 +81,8 @@ def job_spec(
         description=f"train-template project {options.project} ({options.framework})",
         parameters=dict(parameters or {}),
         environment=dict(environment or {}),
+        retries=retries,
+        retry_any_failure=retry_any_failure,
     )
 
 

@@ -31,6 +31,19 @@ DEFAULT_TIMEOUT = 60.0
 # Container", develop-modelarts-0104, Notes and Constraints; the Chinese page adds that such a
 # conflict can make the job run abnormally or fail).
 RESERVED_ENV_PREFIX = "MA_"
+# ModelArts' own fault tolerance, as metadata.annotations of the job (the SDK's JobMetadata;
+# ModelArts User Guide (Standard): "Enabling Unconditional Auto Restart", develop-modelarts-0041,
+# and "Training Job Restart Upon Suspension", develop-modelarts-0043). job-retry-num (1-128)
+# turns on auto restart: on a fault ModelArts finds in the environment (a node, an NPU, the
+# network) it reruns the job's same command, in place or on other nodes, which continues the
+# run its train_url holds. hang-retry also reruns it in its container when ModelArts finds the
+# job suspended (3 times in a row at most). job-unconditional-retry reruns any failure (3 times
+# in a row at most), a configuration error (exit status 2) too: it is left to --retry-any-failure.
+RETRIES_ANNOTATION = "fault-tolerance/job-retry-num"
+HANG_ANNOTATION = "fault-tolerance/hang-retry"
+UNCONDITIONAL_ANNOTATION = "fault-tolerance/job-unconditional-retry"
+MAX_RETRIES = 128
+DEFAULT_RETRIES = 3
 
 
 def endpoint_of(region: str) -> str:
@@ -98,6 +111,20 @@ class JobSpec:
     description: str = ""
     parameters: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
+    # ModelArts' restarts of the whole job on a fault (0: none); any failure, exit 2 too, with
+    # retry_any_failure.
+    retries: int = DEFAULT_RETRIES
+    retry_any_failure: bool = False
+
+
+def annotations(spec: JobSpec) -> dict[str, str]:
+    """The job's fault-tolerance annotations (RETRIES_ANNOTATION); none with no retries."""
+    if not spec.retries:
+        return {}
+    found = {RETRIES_ANNOTATION: str(spec.retries), HANG_ANNOTATION: "true"}
+    if spec.retry_any_failure:
+        found[UNCONDITIONAL_ANNOTATION] = "true"
+    return found
 
 
 def obs_path(url: str) -> str:
@@ -125,9 +152,11 @@ def request_body(spec: JobSpec) -> dict[str, Any]:
     algorithm["engine"] = {"image_url": spec.image}
     if spec.environment:
         algorithm["environments"] = dict(spec.environment)
-    metadata = {"name": spec.name}
+    metadata: dict[str, Any] = {"name": spec.name}
     if spec.description:
         metadata["description"] = spec.description
+    if annotations(spec):
+        metadata["annotations"] = annotations(spec)
     resource: dict[str, Any] = {"flavor_id": spec.flavor, "node_count": spec.nodes}
     if spec.pool_id:
         resource["pool_id"] = spec.pool_id

@@ -249,6 +249,12 @@ def test_a_job_is_created_with_a_signed_request_and_the_documented_body(
         "resource": {"flavor_id": "modelarts.pool.visual.xlarge", "node_count": 2}
     }
     assert body["metadata"]["name"] == "demo"
+    # ModelArts reruns the same command on a fault or a hang, 3 times; the rerun continues the
+    # run in train_url. Not on any failure: a configuration error would fail again.
+    assert body["metadata"]["annotations"] == {
+        "fault-tolerance/job-retry-num": "3",
+        "fault-tolerance/hang-retry": "true",
+    }
     assert done.stdout.splitlines()[0] == f"demo ({JOB_ID}): Creating / Creating"
     recorded = (project / "logs" / "modelarts-jobs.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in recorded] == [JOB_ID]
@@ -260,6 +266,36 @@ def test_a_dry_run_prints_the_body_and_sends_nothing(project: Path, api: FakeMod
     assert done.returncode == 0, done.stderr
     jsonschema.validate(json.loads(done.stdout), SCHEMA)
     assert api.requests == [] and not (project / "logs" / "modelarts-jobs.jsonl").exists()
+
+
+def _dry_run(project: Path, api: FakeModelArts, *args: str) -> dict:
+    done = gen(project, api, *SUBMIT, *args, "--dry-run", keys=False)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    jsonschema.validate(body, SCHEMA)
+    return body
+
+
+def test_max_retries_sets_modelarts_auto_restart_and_zero_turns_it_off(
+    project: Path, api: FakeModelArts
+) -> None:
+    body = _dry_run(project, api, "--max-retries", "128", "--retry-any-failure")
+    assert body["metadata"]["annotations"] == {
+        "fault-tolerance/job-retry-num": "128",
+        "fault-tolerance/hang-retry": "true",
+        "fault-tolerance/job-unconditional-retry": "true",
+    }
+    assert "annotations" not in _dry_run(project, api, "--max-retries", "0")["metadata"]
+    # The command stays the one the project's boot runs: a rerun resumes without a flag.
+    assert body["algorithm"]["command"] == "bash /app/scripts/run_8p.sh"
+    for args, words in (
+        (["--max-retries", "129"], "'--max-retries': 129 is not in the range 0<=x<=128"),
+        (["--max-retries", "0", "--retry-any-failure"], "--retry-any-failure: needs restarts"),
+    ):
+        done = gen(project, api, *SUBMIT, *args, "--dry-run", keys=False)
+        assert done.returncode == 2 and done.stdout == ""
+        assert words in done.stderr, done.stderr
+    assert api.requests == []
 
 
 @pytest.fixture

@@ -64,12 +64,7 @@ def job_spec(
         raise OptionError("--name", f"{job_name!r}: use 1-64 letters, digits, '_' or '-'")
     if not flavor.strip():
         raise OptionError("--flavor", "give a flavor id (gen submit flavors lists them)")
-    if not 0 <= retries <= MAX_RETRIES:
-        raise OptionError(
-            "--max-retries", f"{retries} is out of range; use 0 (none) to {MAX_RETRIES}"
-        )
-    if retry_any_failure and not retries:
-        raise OptionError("--retry-any-failure", "needs restarts: leave out --max-retries 0")
+    _check_retries(retries, retry_any_failure)
     return JobSpec(
         name=job_name,
         image=image,
@@ -84,6 +79,16 @@ def job_spec(
         retries=retries,
         retry_any_failure=retry_any_failure,
     )
+
+
+def _check_retries(retries: int, retry_any_failure: bool) -> None:
+    """ModelArts takes 1-128 restarts (0 here: auto restart off); any failure needs some."""
+    if not 0 <= retries <= MAX_RETRIES:
+        raise OptionError(
+            "--max-retries", f"{retries} is out of range; use 0 (none) to {MAX_RETRIES}"
+        )
+    if retry_any_failure and not retries:
+        raise OptionError("--retry-any-failure", "needs restarts: leave out --max-retries 0")
 
 
 def record(project_dir: Path, reply: Mapping[str, Any]) -> str:

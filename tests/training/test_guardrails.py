@@ -312,7 +312,8 @@ def test_the_scripts_refusal_names_their_own_option(tmp_path: Path, pytorch_proj
     output = tmp_path / "out"
     first = run_1p(pytorch_project, "--output", str(output), "--", "--smoke")
     assert first.returncode == 0, first.stderr[-2000:]
-    again = run_1p(pytorch_project, "--output", str(output), "--", "--smoke")
+    # Another configuration (the same command would continue the run: a restart).
+    again = run_1p(pytorch_project, "--output", str(output), "--", "--smoke", "--lr", "0.5")
     # env.sh's notes about this host come first; train.py's one line is the last.
     assert again.returncode == 2 and again.stderr.splitlines()[-1].startswith("error: ")
     assert "continue it with --resume auto, or give another --output" in again.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import subprocess
@@ -284,10 +286,12 @@ def test_a_run_killed_after_a_checkpoint_inside_an_epoch_resumes_to_the_unbroken
     assert (
         json.loads((where / "latest.json").read_text())["latest"] == f"lenet_epoch2_step45{suffix}"
     )
-    # A restarted job: a fresh node (another cache) continues inside epoch 2.
+    # A rescheduled job: the same command on a fresh node (another cache) continues inside
+    # epoch 2, with no --resume: the record on OBS holds the command's own options.
     env = clean_env(**{**bucket, "TRAIN_CACHE_DIR": str(tmp_path / "cache2")})
-    again = run(projects[name], *argv, "--resume", "auto", env=env)
+    again = run(projects[name], *argv, env=env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "obs://bucket/run holds run" in again.stdout and "continuing it" in again.stdout
     assert "after epoch 1 and 5 batches of epoch 2" in again.stdout
     unbroken = train(projects[name], tmp_path / "unbroken", "--no_tensorboard", *every)
     assert_same_weights(checkpoint(where, 2, framework), checkpoint(unbroken, 2, framework))
@@ -298,6 +302,73 @@ def test_a_run_killed_after_a_checkpoint_inside_an_epoch_resumes_to_the_unbroken
     assert sorted(p.name for p in where.glob("lenet_*")) == [
         f"lenet_epoch{e}{suffix}" for e in (1, 2)
     ]
+
+
+# 160 steps an epoch (1294 training samples, batch 8), 3 epochs, a checkpoint every 15 steps.
+RESTARTED = ("--epoch_size", "3", "--batch_size", "8", "--checkpoint_every", "15")
+
+
+@pytest.fixture(scope="module")
+def unbroken_restarted(pytorch_project: Path, tmp_path_factory) -> Path:
+    """The last checkpoint of RESTARTED's run, never stopped."""
+    output = tmp_path_factory.mktemp("unbroken")
+    return checkpoint(train(pytorch_project, output, "--no_tensorboard", *RESTARTED), 3, "pytorch")
+
+
+def _killed_at(proc: subprocess.Popen, where: Path, step: int) -> None:
+    """SIGKILL once latest.json (in ``where``) names a checkpoint at ``step`` or later."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            latest = json.loads((where / "latest.json").read_text())["latest"]
+        except (OSError, ValueError, KeyError):
+            latest = ""
+        saved = re.search(r"epoch(\d+)(?:_step(\d+))?", latest)
+        if saved and (int(saved[2]) if saved[2] else 160 * int(saved[1])) >= step:
+            proc.kill()
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"no checkpoint at step {step} or later in {where}: {proc.poll()}")
+
+
+# Where a platform's restart finds the outputs: train_url, the job's variables, the rerun's.
+PLACES = {
+    "plain": ("{tmp}/out", {}, {}),
+    "modelarts-local": ("{tmp}/out", {"MA_JOB_DIR": "/home/ma-user/modelarts/user-job-dir"}, {}),
+    "obs-in-place": ("obs://bucket/run", {}, {}),
+    "obs-rescheduled": ("obs://bucket/run", {}, {"TRAIN_CACHE_DIR": "{tmp}/cache2"}),
+    "c2net": ("", {}, {}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("place", PLACES)
+def test_the_same_command_rerun_after_a_kill_continues_to_the_unbroken_weights(
+    pytorch_project: Path, bucket, digits_dir: Path, unbroken_restarted: Path, tmp_path, place
+) -> None:
+    """What every platform does after a fault: the job's own command again, in place or on a
+    fresh node. It continues the run from its newest checkpoint; no --resume is given."""
+    url, extra, rerun = PLACES[place]
+    env = {**bucket, **extra}
+    argv = ["train.py", "--device_target", "cpu", "--no_tensorboard", *RESTARTED]
+    if place == "c2net":  # the job's LOCAL_OUTPUT_PATH, uploaded to its OUTPUT_URL
+        env.update(c2net(tmp_path, "MOXING", digits_dir))
+    else:
+        argv += ["--data_url", str(digits_dir), "--train_url", url.format(tmp=tmp_path)]
+    # Where the run writes on this node (a fresh node: the rerun's cache).
+    local = Path(env.get("LOCAL_OUTPUT_PATH") or tmp_path / "out")
+    where = Path(env["TRAIN_CACHE_DIR"]) / "output" if url.startswith("obs") else local
+    step = random.randint(15, 400)  # the kill point: a step after the first checkpoint
+    proc = _started(pytorch_project, argv, clean_env(**env))
+    _killed_at(proc, where, step)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, (step, stderr[-3000:])
+    env.update({k: v.format(tmp=tmp_path) for k, v in rerun.items()})
+    again = run(pytorch_project, *argv, env=clean_env(**env))
+    assert again.returncode == 0, (step, again.stdout[-3000:] + again.stderr[-3000:])
+    assert "continuing it (a restart)" in again.stdout and "resumed from" in again.stdout, step
+    where = Path(env["TRAIN_CACHE_DIR"]) / "output" if url.startswith("obs") else local
+    assert_same_weights(checkpoint(where, 3, "pytorch"), unbroken_restarted)
 
 
 def test_a_stop_during_the_last_upload_finishes_it(pytorch_project: Path, bucket) -> None:

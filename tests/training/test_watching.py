@@ -5,16 +5,19 @@ and the same learning-rate curve from PyTorch and MindSpore."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
 import termios
+import time
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +149,61 @@ def test_a_launcher_refuses_before_any_rank_starts_or_log_is_written(
     assert len(errors) == 1 and "run 20261124-101010-abcd" in errors[0], result.stderr
     assert "--resume auto" in errors[0] and "--output" in errors[0]
     assert snapshot(output) == before
+
+
+@pytest.mark.slow
+def test_a_second_launch_into_a_live_runs_directory_is_refused_before_it_writes(
+    pytorch_project: Path, tmp_path: Path
+) -> None:
+    """Two launches 1 s apart with different master ports: the first's launcher holds the
+    directory (rank 0 takes it over); the second says so in one line and writes nothing."""
+    output, script = tmp_path / "out", str(pytorch_project / "scripts" / "run_8p.sh")
+    env = runs.clean_env(PYTHON=sys.executable)
+
+    def launch(port: int) -> list[str]:
+        return ["bash", script, "--nproc", "2", "--master-port", str(port), "--output", str(output)]
+
+    first = subprocess.Popen(
+        [*launch(runs.free_port()), "--", "--epoch_size", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        marker = output / ".running.json"
+        deadline = time.monotonic() + 120
+        while not marker.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), first.poll()
+        os.killpg(first.pid, signal.SIGSTOP)  # the first run's files hold still meanwhile
+        before = snapshot(output)
+        second = subprocess.run(
+            [*launch(runs.free_port()), "--", "--epoch_size", "2"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert snapshot(output) == before, "the refused launch wrote into the live run's directory"
+        os.killpg(first.pid, signal.SIGCONT)
+        # env.sh's notes about this host come first; the launcher's one line is the last.
+        errors = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+        assert second.returncode == 2 and errors == second.stderr.splitlines()[-1:], second.stderr
+        assert f"{output} is in use" in errors[0] and "give another --output" in errors[0]
+        _, stderr = first.communicate(timeout=300)
+        assert first.returncode == 0, stderr[-3000:]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGCONT)
+            if first.poll() is None:
+                os.killpg(first.pid, signal.SIGKILL)
+    # The first run is whole and alone: one run id, its lock released.
+    assert {row["run"] for row in runs.metrics(output)} == {
+        json.loads((output / "hparams.json").read_text())["run_id"]
+    }
+    assert not marker.exists()
 
 
 def test_a_new_run_into_a_platform_directory_that_holds_a_run_is_refused(

@@ -3,7 +3,11 @@ run gets there, and what a start that failed before its first epoch left, cleare
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +82,64 @@ def test_run_ids_are_the_start_time_and_a_random_part() -> None:
     assert all(re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", run_id) for run_id in ids)
     # Two runs started in the same second still differ: 20 alike has odds of 2**-304.
     assert len(ids) > 1
+
+
+def test_the_same_command_rerun_continues_and_another_is_refused_naming_what_differs(
+    tmp_path: Path, capsys
+) -> None:
+    """A restart (a platform's, a launcher's, a person's) reruns the command as it was: the run's
+    record holds the same options, so it continues; any other option is another run."""
+    from src.scaffold.backend import ProjectConfig
+    from src.scaffold.config import parse_config
+
+    argv = ["--train_url", str(tmp_path), "--epoch_size", "3"]
+    cfg = parse_config(argv, ProjectConfig)
+    record = {"run_id": "20261124-101010-abcd", **cfg.hparams()}
+    (tmp_path / "hparams.json").write_text(json.dumps(record, default=str))
+    (tmp_path / "latest.json").write_text('{"epoch": 1}')
+    assert main(argv) == 0
+    assert main([*argv, "--device_target", "cpu"]) == 0  # where it runs is the attempt's own
+    assert main([*argv, "--lr", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not this command's run (its lr 0.01, this one's 0.5)" in err
+    # A record that does not hold an option (another version's) is not known to be the same.
+    del record["epoch_size"]
+    (tmp_path / "hparams.json").write_text(json.dumps(record, default=str))
+    assert main(argv) == 2
+    assert "epoch_size not in its record" in capsys.readouterr().err
+
+
+def test_one_live_run_per_directory_and_a_killed_ones_lock_is_taken_over(tmp_path: Path) -> None:
+    """The lock names host and process: a live run on this host refuses a second one (in one
+    line, before it writes); a killed run's (its processes gone) is stale and taken over; the
+    launcher's own lock is taken over by the rank 0 it started."""
+    from src.scaffold.outputs import live
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live.take(tmp_path, sleeper.pid, "--output")
+        with pytest.raises(ConfigError) as refused:
+            live.Marker(tmp_path)
+        said = str(refused.value)
+        assert f"{tmp_path} is in use" in said and f"pid {sleeper.pid}" in said
+        assert "give another --train_url" in said and "\n" not in said
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    marker = live.Marker(tmp_path)  # its holder is gone: stale
+    assert live.running(tmp_path) is not None
+    marker.remove()
+    live.take(tmp_path, os.getpid())  # this process as the launcher: its child takes it over
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pathlib import Path; from src.scaffold.outputs import live;"
+            f"live.Marker(Path({str(tmp_path)!r})).name('r')",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    assert live.read_marker(tmp_path / live.MARKER)["launcher"] == os.getpid()

@@ -34,6 +34,9 @@ class Bucket:
         for name in names:
             (self.root / name).unlink()
 
+    def holds(self, name: str) -> bool:
+        return (self.root / name).is_file()
+
     def get(self, names: list[str], local: Path) -> list[str]:
         found = [n for n in names if (self.root / n).is_file()]
         for name in found:
@@ -106,6 +109,23 @@ def test_fetched_files_are_not_sent_back(dirs: tuple[Path, Path]) -> None:
     uploader = Uploader(out, remote)
     uploader.mark_present(remote.get(["latest.json", "missing.pt"], out))
     assert uploader.sync(final=True) and remote.puts == []
+
+
+def test_a_restart_in_place_sends_what_the_killed_attempt_saved_but_never_sent(
+    dirs: tuple[Path, Path],
+) -> None:
+    """Killed between a save and its upload, then rerun on the same node: the local checkpoint
+    goes up (and a later drop of it deletes a file the remote holds)."""
+    out, bucket = dirs
+    (bucket / "latest.json").write_text("{}")
+    (out / "latest.json").write_text("{}")
+    (out / "cnn_epoch1_step30.pt").write_bytes(b"1")
+    remote = Bucket(bucket)
+    uploader = Uploader(out, remote)
+    uploader.mark_present([p.name for p in out.iterdir()])
+    assert uploader.sync() and remote.puts == [["cnn_epoch1_step30.pt"]]
+    (out / "cnn_epoch1_step30.pt").unlink()
+    assert uploader.sync() and not (bucket / "cnn_epoch1_step30.pt").exists()
 
 
 def test_no_remote_means_nothing_to_do(tmp_path: Path) -> None:

@@ -61,8 +61,11 @@ def failed_start(directory: Path, found: list[str]) -> bool:
     return not any(f'"type": "{kind}"' in line for line in lines for kind in EPOCH_ROWS)
 
 
-def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | None:
-    """ConfigError where a new run finds another's outputs; a failed start's are cleared."""
+def check_fresh(
+    directory: Path, resume: Any, flag: str | None = None, differs: tuple[str, ...] = ()
+) -> str | None:
+    """ConfigError where a new run finds another's outputs (``differs``: the options not the
+    same, outputs/truth.py's differences); a failed start's are cleared."""
     if resume == "auto":
         return None
     if resume is not None and Path(resume).resolve().parent == directory.resolve():
@@ -81,7 +84,7 @@ def check_fresh(directory: Path, resume: Any, flag: str | None = None) -> str | 
     held = f"run {run_id}" if run_id else "another run's outputs"
     held += f" after epoch {epoch}" if isinstance(epoch, int) else ""
     shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
-    raise refusal(f"{directory} holds {held} ({shown})", flag)
+    raise refusal(f"{directory} holds {held} ({shown})", flag, differs)
 
 
 def output_flag(given: str | None = None) -> str:
@@ -105,9 +108,13 @@ def check_writable(directory: Path, flag: str | None = None) -> None:
         ) from err
 
 
-def refusal(held: str, flag: str | None = None) -> ConfigError:
+def refusal(held: str, flag: str | None = None, differs: tuple[str, ...] = ()) -> ConfigError:
     """The one line a new run gets where ``held`` says another run is."""
+    other = ""
+    if differs:
+        more = f" and {len(differs) - 1} more" if len(differs) > 1 else ""
+        other = f", not this command's run ({differs[0]}{more})"
     return ConfigError(
-        f"{held}: continue it with --resume auto, or give another {output_flag(flag)} "
-        "(a new run never overwrites another's outputs)"
+        f"{held}{other}: continue it with --resume auto, or give another {output_flag(flag)} "
+        "(a new run never overwrites another's outputs; the same command rerun continues its own)"
     )

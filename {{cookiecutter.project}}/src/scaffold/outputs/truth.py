@@ -3,6 +3,7 @@ flag over it (with a note), and the checkpoint's word on its model and inputs ov
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -71,15 +72,19 @@ def _same(a: Any, b: Any) -> bool:
 
 
 class Adopted(NamedTuple):
-    """The run's values where no flag said otherwise; the flags and config.yaml's that differ."""
+    """The run's values where no flag said otherwise; the flags and config.yaml's that differ;
+    a restart's line; where a run without --resume finds another, the options that differ."""
 
     changes: dict[str, Any]
     notes: list[str]
     kept: list[str]
+    restart: str | None = None
+    differs: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
-        """Each flag that differs from the run, then config.yaml's other options in one line."""
-        said = [f"note: {note}: using the flag's" for note in self.notes]
+        """A restart, each flag that differs from the run, then config.yaml's other options."""
+        said = [self.restart] if self.restart else []
+        said += [f"note: {note}: using the flag's" for note in self.notes]
         if self.kept:
             said.append(
                 "note: the run's own options, where config.yaml now says otherwise: "
@@ -172,11 +177,63 @@ def fetch(output: Path, remote: Remote, suffix: str) -> None:
     Once(output, "resume-fetch", remote.where).run(get, "fetch the last checkpoint", 1800)
 
 
+def differences(asked: Named, record: dict[str, Any]) -> tuple[str, ...]:
+    """The options (all but OWN) a run was recorded with that differ from ``asked``'s."""
+    found: list[str] = []
+    if not any(name in record for name in asked.declared):
+        return ("no options in its record",)
+    for name, option in asked.declared.items():
+        if name in OWN:
+            continue
+        if name not in record:  # another version's record, or none: not known to be the same
+            found.append(f"{option.key} not in its record")
+            continue
+        try:
+            theirs = convert(option, record[name], Path("."))
+        except Exception:  # noqa: BLE001 (an option another version wrote: not ours)
+            continue
+        if not _same(asked.values[name], theirs):
+            found.append(
+                f"its {option.key} {_shown(theirs)}, this one's {_shown(asked.values[name])}"
+            )
+    return tuple(found)
+
+
+def held(places: Places) -> tuple[str, dict[str, Any]] | None:
+    """(where, hparams.json) of the run the outputs hold here, else on the platform's side."""
+    output, remote = storage.outputs(places)
+    record = read_json(output / HPARAMS)
+    if isinstance(record, dict):
+        return str(output), record
+    if remote is None or not remote.holds(HPARAMS):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        remote.get([HPARAMS], Path(tmp))
+        record = read_json(Path(tmp) / HPARAMS)
+    return (remote.where, record) if isinstance(record, dict) else None
+
+
+def restarted(asked: Named, places: Places) -> tuple[str | None, tuple[str, ...]]:
+    """(the line, None where no run is held) and the options that differ: a run held with none
+    differing is this command's, restarted (by a platform, a launcher, a person): it continues."""
+    if (found := held(places)) is None:
+        return None, ()
+    where, record = found
+    differ = differences(asked, record)
+    run = f"run {record['run_id']}" if isinstance(record.get("run_id"), str) else "a run"
+    line = f"{where} holds {run} with this command's options: continuing it (a restart)"
+    return line, differ
+
+
 def continuing(asked: Named, places: Places, framework: Any) -> Adopted:
-    """A resumed run's options and model, as its record gives them (flags still win)."""
-    resume = asked.values["resume"]
+    """A resumed run's options and model, as its record gives them (flags still win); without
+    --resume, where the outputs hold this command's own run (a restart), the same as auto."""
+    resume, restart = asked.values["resume"], None
     if resume is None:
-        return Adopted({}, [], [])
+        restart, differ = restarted(asked, places)
+        if restart is None or differ:
+            return Adopted({}, [], [], None, differ)
+        resume = "auto"
     suffix = framework.CHECKPOINT_SUFFIX
     if resume == "auto":
         output, remote = storage.outputs(places)
@@ -191,4 +248,7 @@ def continuing(asked: Named, places: Places, framework: Any) -> Adopted:
     meta: dict[str, Any] = {}
     if path is not None and path.is_file() and "model" not in record:
         meta = framework.read_meta(path, "--resume")  # a checkpoint without its run's record
-    return adopt(asked, record, meta, None, what)
+    adopted = adopt(asked, record, meta, None, what)
+    if restart is None:
+        return adopted
+    return adopted._replace(changes={**adopted.changes, "resume": "auto"}, restart=restart)

@@ -3,9 +3,12 @@ against devices); ``--count``: the accelerators; ``--output-dir``: where train.p
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 RANKS_ENV, NODES_ENV = "TRAIN_RANKS", "TRAIN_NODES"
 # What train.py imports besides the framework (requirements.txt installs them).
@@ -14,22 +17,49 @@ NEEDED = ("numpy", "yaml")
 
 def check(argv: list[str]) -> list[str]:
     """The notes a launch gets; raises TrainError for what stops it."""
-    from src.scaffold.backend import FRAMEWORK, ProjectConfig
-    from src.scaffold.backend.devices import accelerator_nodes, seen
+    from src.scaffold.backend import ProjectConfig
     from src.scaffold.config import parse_config
-    from src.scaffold.data.sharding import cpu_count
-    from src.scaffold.errors import DeviceError
-    from src.scaffold.outputs.rundir import check_fresh, check_writable
+    from src.scaffold.outputs.live import MARKER, take
+    from src.scaffold.outputs.rundir import check_writable
     from src.scaffold.storage.where import outputs
 
     cfg = parse_config(argv, ProjectConfig)
     # Where train.py will write on this node: the platform's own too (C2Net, obs://'s cache).
     output, _ = outputs(cfg)
-    cleared = check_fresh(output, cfg.resume, "--output")
-    notes = [cleared] if cleared else []
-    check_writable(output, "--output")
     ranks, nodes = (int(os.environ.get(name) or 1) for name in (RANKS_ENV, NODES_ENV))
-    found = seen(cfg.device_target)
+    check_writable(output, "--output")
+    # One node's launcher holds the directory for its ranks (rank 0 takes it over); a second
+    # launch into it is refused before it writes, whatever its port.
+    made = take(output, os.getppid(), "--output") if nodes == 1 else False
+    try:
+        return _checked(cfg.named(), cfg.places(), output, ranks, nodes)
+    except BaseException:
+        if nodes == 1:
+            (output / MARKER).unlink(missing_ok=True)
+            if made:
+                with contextlib.suppress(OSError):
+                    output.rmdir()
+        raise
+
+
+def _checked(named: Any, places: Any, output: Path, ranks: int, nodes: int) -> list[str]:
+    """The checks after the lock: the outputs there, the ranks against the devices."""
+    from src.scaffold.backend import FRAMEWORK
+    from src.scaffold.backend.devices import accelerator_nodes, seen
+    from src.scaffold.data.sharding import cpu_count
+    from src.scaffold.errors import DeviceError
+    from src.scaffold.outputs.rundir import check_fresh
+    from src.scaffold.outputs.truth import restarted
+
+    values = named.values
+    batch = values["batch_size"]
+    resume, differs = values["resume"], ()
+    if resume is None:  # the same command rerun (a restart) continues its run, as auto does
+        restart, differs = restarted(named, places)
+        resume = "auto" if restart is not None and not differs else None
+    cleared = check_fresh(output, resume, "--output", differs)
+    notes = [cleared] if cleared else []
+    found = seen(values["device_target"])
     if found is not None and ranks > found.count:
         fix = f"--nproc {found.count} (or --nproc auto)" if found.count else "--device_target cpu"
         raise DeviceError(
@@ -37,11 +67,11 @@ def check(argv: list[str]) -> list[str]:
             f"{found.describe()}: give {fix}, or run one process with scripts/run_1p.sh"
         )
     cores = cpu_count()
-    if ranks > cores and not accelerator_nodes() and cfg.device_target in ("auto", "cpu"):
+    if ranks > cores and not accelerator_nodes() and values["device_target"] in ("auto", "cpu"):
         total = ranks * nodes
         notes.append(
             f"note: {ranks} ranks on {cores} CPU cores and no GPU or NPU here: each step "
-            f"trains a global batch of {total} x {cfg.batch_size} = {total * cfg.batch_size} "
+            f"trains a global batch of {total} x {batch} = {total * batch} "
             f"samples, and the ranks share the cores; --nproc {cores} (or scripts/run_1p.sh) "
             f"trains faster here ({FRAMEWORK} on the CPU)"
         )

@@ -230,6 +230,23 @@ def _announce(cfg: Config, backend: Backend, adopted: truth.Adopted) -> None:
         log.info("platform arguments, accepted and not used: %s", ", ".join(cfg.ignored_args))
 
 
+def _claim(cfg: Config, where: storage.Storage, differs: tuple[str, ...]) -> live.Marker:
+    """Rank 0's lock on the output directory, before anything is written; then the check
+    that a new run never mixes with another's outputs (released if that refuses)."""
+    rundir.check_writable(where.output)
+    marker = live.Marker(where.output)
+    try:
+        if cleared := rundir.check_fresh(where.output, cfg.resume, None, differs):
+            log.info("%s", cleared)
+        remote = where.remote  # the platform's side
+        if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
+            raise rundir.refusal(f"{remote.where} holds another run's outputs", None, differs)
+    except BaseException:
+        marker.remove()
+        raise
+    return marker
+
+
 def backend_of(framework: Framework, cfg: Config, task: Task) -> Backend:
     """The framework's Backend, given its OPTIONS and those src/step.py's optimizer names."""
     args = task.step.optimizer_args(cfg.named().values)
@@ -254,21 +271,14 @@ def run(task: Task, cfg: Config, framework: Framework) -> None:
         with stopping():
             asked = cfg.hparams()
             where = storage.prepare(cfg.places())
-            if backend.rank == 0:
-                # Before anything is written: a new run never mixes with another's outputs.
-                if cleared := rundir.check_fresh(where.output, cfg.resume):
-                    log.info("%s", cleared)
-                rundir.check_writable(where.output)
-                remote = where.remote  # the platform's side
-                if cfg.resume is None and remote is not None and remote.holds(HPARAMS):
-                    raise rundir.refusal(f"{remote.where} holds another run's outputs")
-            previous = rundir.run_id_of(where.output) if cfg.resume is not None else None
-            asked["run_id"] = previous or rundir.new_run_id()
-            marker, uploader = None, None
-            if backend.rank == 0:
-                marker = live.Marker(where.output, asked["run_id"])
-                uploader = Uploader(where.output, where.remote, where.uploads)
+            marker = _claim(cfg, where, adopted.differs) if backend.rank == 0 else None
+            uploader = None
             try:
+                previous = rundir.run_id_of(where.output) if cfg.resume is not None else None
+                asked["run_id"] = previous or rundir.new_run_id()
+                if marker is not None:
+                    marker.name(asked["run_id"])
+                    uploader = Uploader(where.output, where.remote, where.uploads)
                 _train(cfg, task, where, backend, uploader, asked)
             except BaseException:
                 _upload_on_the_way_out(uploader)

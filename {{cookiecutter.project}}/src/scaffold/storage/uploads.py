@@ -92,9 +92,11 @@ class Uploader:
         self.retry = retry or Retry.read("UPLOAD")
 
     def mark_present(self, names: list[str]) -> None:
-        """Files fetched from the remote (a resumed run): they need not go up again."""
+        """A resumed run's files the remote holds: they need not go up again (those a killed
+        attempt saved here but never sent go up with the next upload)."""
         files = _files(self.local)
-        self.sent.update({name: files[name] for name in names if name in files})
+        there = [n for n in names if n in files and self.remote and self.remote.holds(n)]
+        self.sent.update({name: files[name] for name in there})
 
     def _once(self) -> int:
         assert self.remote is not None

@@ -1,12 +1,26 @@
 """Checkpoints kept: the newest N plus the best by the monitored metric; latest.json; the
-newest found for --resume auto."""
+newest intact found for --resume auto (each checked against its sidecar's checksum)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
+import re
+import shutil
 from pathlib import Path
 
-from src.scaffold.outputs.checkpoints import POINTER, Retention, find_latest, name
+import pytest
+
+from src.scaffold.errors import CheckpointError, DiskFullError
+from src.scaffold.outputs.checkpoints import (
+    POINTER,
+    Retention,
+    check_intact,
+    find_latest,
+    name,
+    write,
+)
 from src.scaffold.task import Monitor
 
 
@@ -101,3 +115,116 @@ def test_find_latest_orders_checkpoints_inside_an_epoch_before_its_own(tmp_path:
     assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch3_step100.pt"
     (tmp_path / "net_epoch3.pt").write_bytes(b"x")
     assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch3.pt"
+
+
+def sealed(directory: Path, epoch: int, data: bytes = b"weights") -> Path:
+    """A checkpoint written as the backends write one: through checkpoints.write."""
+    path = directory / name(epoch, ".pt", "net")
+    write(path, lambda tmp: tmp.write_bytes(data + b" %d" % epoch), len(data))
+    return path
+
+
+def flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[3] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {
+    "truncated": (lambda p: p.write_bytes(p.read_bytes()[:-2]), "truncated: 7 of 9 bytes"),
+    "empty": (lambda p: p.write_bytes(b""), "empty"),
+    "bit-flipped": (flip, "checksum mismatch (net_epoch3.pt.sha256)"),
+}
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_a_damaged_newest_checkpoint_gives_way_to_the_newest_intact(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    retention = Retention(tmp_path, ".pt", model="net", keep=5)
+    for epoch in (1, 2, 3):
+        sealed(tmp_path, epoch)
+        retention.saved(epoch, 0.5)
+    assert json.loads((tmp_path / "net_epoch3.pt.sha256").read_text())["bytes"] == 9
+    assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch3.pt"
+    damage, why = DAMAGE[kind]
+    damage(tmp_path / "net_epoch3.pt")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):  # asked again (outputs/truth.py, then the run): said once
+            assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch2.pt"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipped the damaged {tmp_path / 'net_epoch3.pt'} ({why}): "
+        "resuming from net_epoch2.pt, the newest intact"
+    ]
+    with pytest.raises(CheckpointError, match=re.escape(f"({why}): give an intact checkpoint")):
+        check_intact(tmp_path / "net_epoch3.pt", "--resume")  # --resume PATH: one line
+
+
+def test_none_intact_is_one_line_and_no_sidecar_is_trusted(tmp_path: Path) -> None:
+    for epoch in (1, 2):
+        flip(sealed(tmp_path, epoch))
+    with pytest.raises(CheckpointError) as err:
+        find_latest(tmp_path, ".pt")
+    assert str(err.value) == (
+        f"no intact checkpoint to resume from: {tmp_path / 'net_epoch2.pt'} (checksum mismatch "
+        f"(net_epoch2.pt.sha256)); {tmp_path / 'net_epoch1.pt'} (checksum mismatch "
+        "(net_epoch1.pt.sha256))"
+    )
+    # An older version's checkpoint (no sidecar) is trusted, an empty one is not.
+    (tmp_path / "net_epoch1.pt.sha256").unlink()
+    assert find_latest(tmp_path, ".pt") == tmp_path / "net_epoch1.pt"
+    (tmp_path / "net_epoch1.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"net_epoch1.pt \(empty\)"):
+        find_latest(tmp_path, ".pt")
+
+
+def test_a_dropped_checkpoint_takes_its_sidecar_and_leftovers_go_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    retention = Retention(tmp_path, ".pt", model="net", keep=1)
+    for epoch in (1, 2):
+        sealed(tmp_path, epoch)
+        retention.saved(epoch, 0.1 * epoch)
+    leftovers = [".net_epoch3.tmp.pt", ".net_epoch3.tmp.tmp", ".latest.json.tmp"]
+    leftovers += [".net_epoch3.pt.sha256.tmp", "net_epoch3.pt.sha256"]  # killed before renaming
+    for left in leftovers:
+        (tmp_path / left).write_bytes(b"part")
+    (tmp_path / ".running.json.42.tmp").write_text("{}")  # a live run's lock being written
+    Retention.resume(tmp_path, ".pt", 1, "net", Monitor())
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".running.json.42.tmp",
+        POINTER,
+        "net_epoch2.pt",
+        "net_epoch2.pt.sha256",
+    ]
+
+
+def test_a_failed_or_killed_save_leaves_the_earlier_checkpoints_as_they_were(
+    tmp_path: Path,
+) -> None:
+    retention = Retention(tmp_path, ".pt", model="net", keep=5)
+    sealed(tmp_path, 1)
+    retention.saved(1, 0.5)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def full(tmp: Path) -> None:
+        tmp.write_bytes(b"half")  # a real full disk: tests/training/test_damaged.py
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def killed(tmp: Path) -> None:
+        tmp.write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(DiskFullError) as err:
+        write(tmp_path / "net_epoch2.pt", full, 12345)
+    free = shutil.disk_usage(tmp_path).free
+    assert str(err.value).startswith(
+        f"no space left on the device for {tmp_path / 'net_epoch2.pt'}"
+    )
+    assert "about 12,345 bytes needed" in str(err.value) and "the earlier checkpoints" in str(
+        err.value
+    )
+    assert abs(int(re.search(r"([\d,]+) free", str(err.value))[1].replace(",", "")) - free) < 2**30
+    with pytest.raises(KeyboardInterrupt):
+        write(tmp_path / "net_epoch2.pt", killed, 12345)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -17,6 +17,10 @@ class CheckpointError(TrainError):
     """A checkpoint or pretrained weights are missing or do not fit the model."""
 
 
+class DiskFullError(TrainError):
+    """A checkpoint or record file did not fit on the disk: names it, the bytes needed and free."""
+
+
 class DeviceError(TrainError):
     """The device is not available, or a multi-rank start lacks the variables it needs."""
 

@@ -1,19 +1,33 @@
 """Checkpoints on disk (mynet_epoch7.pt; inside an epoch mynet_epoch8_step350.pt, only the
-newest kept): the newest N and the best by config.yaml's monitor: kept, latest.json naming them."""
+newest kept): the newest N and the best by config.yaml's monitor: kept, latest.json naming them;
+each with its checksum (mynet_epoch7.pt.sha256), checked before a run continues from it."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
+import logging
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from src.scaffold.errors import CheckpointError, DiskFullError
 from src.scaffold.task import Monitor
 
+log = logging.getLogger(__name__)
 POINTER = "latest.json"
 MARK = "_epoch"
+SUM = ".sha256"  # a checkpoint's sidecar: its SHA-256 and size, as JSON
+# What a save or replace_text killed midway leaves (MindSpore's own: .NAME.tmp.tmp); not the
+# lock's .running.json.PID.tmp (outputs/live.py), which a live run may be writing.
+LEFTOVER = re.compile(r"\.(?!running\.json).+\.tmp(\.\w+)?")
+_digests: dict[tuple, str] = {}  # each file read once while unchanged (resume looks twice)
+_warned: set[str] = set()
 
 
 def _umask() -> int:
@@ -57,11 +71,87 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def _full(err: BaseException) -> bool:
+    """ENOSPC, or torch's short write that hides it ("unexpected pos 704 vs 598")."""
+    for cause in (err, err.__cause__, err.__context__):
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+    return isinstance(err, RuntimeError) and "unexpected pos" in str(err)
+
+
+def _replace(path: Path, tmp: Path, write: Callable[[Path], None], needed: int) -> None:
+    """``write`` to ``tmp``, then rename it ``path``: a reader never sees half a file, even if
+    the job is killed; a failed write leaves nothing, and a full disk says so in one line."""
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException as err:
+        free = shutil.disk_usage(path.parent).free  # and what the leftovers hold (still open)
+        for left in (tmp, tmp.with_suffix(".tmp")):  # MindSpore's own: its .ckpt made .tmp
+            with contextlib.suppress(FileNotFoundError):
+                free += left.stat().st_blocks * 512
+                left.unlink()
+        if not _full(err):
+            raise
+        raise DiskFullError(
+            f"no space left on the device for {path}: about {needed:,} bytes needed, {free:,} "
+            f"free; the earlier checkpoints and {POINTER} are intact: free some space and run "
+            "the same command again to resume from them"
+        ) from err
+
+
 def replace_text(path: Path, text: str) -> None:
-    """Write then rename: a reader never sees half a file, even if the job is killed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    data, tmp = text.encode("utf-8"), path.with_name(f".{path.name}.tmp")
+    _replace(path, tmp, lambda tmp: tmp.write_bytes(data), len(data))
+
+
+def _digest(path: Path) -> str:
+    stat = path.stat()
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    if key not in _digests:
+        digest = hashlib.sha256()
+        with open(path, "rb") as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+        _digests[key] = digest.hexdigest()
+    return _digests[key]
+
+
+def write(path: Path, save: Callable[[Path], None], needed: int) -> None:
+    """``save`` the checkpoint ``path`` through a temporary name, its sidecar written before
+    the rename; ``needed``: its size estimate, for DiskFullError."""
+
+    def sealed(tmp: Path) -> None:
+        save(tmp)
+        check = {"sha256": _digest(tmp), "bytes": tmp.stat().st_size}
+        replace_text(path.with_name(path.name + SUM), json.dumps(check) + "\n")
+
+    _replace(path, path.with_name(f".{path.stem}.tmp{path.suffix}"), sealed, needed)
+
+
+def damage(path: Path) -> str | None:
+    """Why ``path`` is not the checkpoint its sidecar describes; None: intact, or no sidecar
+    (an older version's: trusted) but for an empty file."""
+    try:
+        if (size := path.stat().st_size) == 0:
+            return "empty"
+        check = read_json(path.with_name(path.name + SUM))
+        want = check.get("bytes") if isinstance(check, dict) else None
+        if not isinstance(want, int):
+            return None
+        if size != want:
+            short = "truncated" if size < want else "longer than written"
+            return f"{short}: {size:,} of {want:,} bytes"
+        intact = _digest(path) == check.get("sha256")
+        return None if intact else f"checksum mismatch ({path.name}{SUM})"
+    except OSError as err:
+        return f"unreadable: {err.strerror}"
+
+
+def check_intact(path: Path, what: str) -> None:
+    """CheckpointError where ``path`` (given as option ``what``) is damaged."""
+    if (why := damage(path)) is not None:
+        raise CheckpointError(f"{what} {path} is damaged ({why}): give an intact checkpoint")
 
 
 def read_pointer(directory: Path) -> dict:
@@ -70,13 +160,27 @@ def read_pointer(directory: Path) -> dict:
 
 
 def find_latest(directory: Path, suffix: str) -> Path | None:
-    """The checkpoint to continue from: latest.json's, else the highest-numbered one."""
+    """The checkpoint to continue from: latest.json's, else the highest-numbered one; past
+    damaged ones (one WARNING), to the newest intact; CheckpointError when none is."""
     pointed = read_pointer(directory).get("latest")
-    if isinstance(pointed, str) and (directory / pointed).is_file():
-        return directory / pointed
-    numbered = [(_order(p, suffix), p) for p in directory.glob(f"*{MARK}*{suffix}")]
-    numbered = [(order, p) for order, p in numbered if order is not None]
-    return max(numbered)[1] if numbered else None
+    found = [directory / pointed] if isinstance(pointed, str) else []
+    numbered = [(o, p) for p in directory.glob(f"*{MARK}*{suffix}") if (o := _order(p, suffix))]
+    found += [p for _, p in sorted(numbered, reverse=True)]
+    damaged = []
+    for path in dict.fromkeys(p for p in found if p.is_file()):
+        if (why := damage(path)) is None:
+            break
+        damaged.append(f"{path} ({why})")
+    else:
+        if damaged:
+            raise CheckpointError(f"no intact checkpoint to resume from: {'; '.join(damaged)}")
+        return None
+    said = f"skipped the damaged {'; '.join(damaged)}: resuming from {path.name}, the newest intact"
+    # Said once, after train.py has set up logging (outputs/truth.py looks before).
+    if damaged and said not in _warned and logging.getLogger().hasHandlers():
+        _warned.add(said)
+        log.warning("%s", said)
+    return path
 
 
 @dataclass
@@ -94,7 +198,12 @@ class Retention:
     def resume(
         cls, directory: Path, suffix: str, keep: int, model: str, monitor: Monitor
     ) -> Retention:
-        """The policy as an earlier run left it; scores of another monitored metric dropped."""
+        """The policy as an earlier run left it; scores of another monitored metric dropped;
+        what a killed save left (temporary files, sidecars of no checkpoint) removed."""
+        for path in directory.iterdir() if directory.is_dir() else ():
+            lone = path.name.endswith(SUM) and not path.with_name(path.stem).exists()
+            if lone or LEFTOVER.fullmatch(path.name):
+                path.unlink(missing_ok=True)
         pointer = read_pointer(directory)
         same = pointer.get("monitor") == {"metric": monitor.metric, "mode": monitor.mode}
         scores = (pointer.get("scores") if same else None) or {}
@@ -124,6 +233,7 @@ class Retention:
         dropped = sorted(set(self.scores) - keep, key=self._epoch)
         for checkpoint in [*dropped, *inside]:
             (self.directory / checkpoint).unlink(missing_ok=True)
+            (self.directory / (checkpoint + SUM)).unlink(missing_ok=True)
             self.scores.pop(checkpoint, None)
         pointer = {
             "epoch": epoch if step is None else epoch - 1,

@@ -27,7 +27,7 @@ from src.scaffold.backend.train_loop import LOOP, fit
 from src.scaffold.data.normalise import Normalise
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
-from src.scaffold.outputs import pretrained, truth
+from src.scaffold.outputs import checkpoints, pretrained, truth
 from src.scaffold.outputs.checkpoints import usual_mode
 from src.scaffold.task import DataShape, Task
 
@@ -156,11 +156,18 @@ class MindSporeBackend:
         # append_dict takes numbers and strings: names, lists and None go as JSON text.
         numbers = (*saved.META, saved.PARTIAL)
         append = {k: v if k in numbers else json.dumps(v) for k, v in meta.items()}
-        # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
-        tmp = path.with_name(f".{path.stem}.tmp.ckpt")
-        ms.save_checkpoint(entries, str(tmp), append_dict=append)
-        os.replace(tmp, path)
-        usual_mode(path)
+
+        def save(tmp: Path) -> None:
+            ms.save_checkpoint(entries, str(tmp), append_dict=append)
+            usual_mode(tmp)
+
+        # Through a temporary name, with its checksum: a killed or failed save damages nothing.
+        # MindSpore's own CRITICAL line for a failed save is left out: the error says it.
+        logging.disable(logging.CRITICAL)
+        try:
+            checkpoints.write(path, save, sum(p.nbytes for p in params.values()))
+        finally:
+            logging.disable(logging.NOTSET)
 
     def _fits(self, what: str, path: Path, params: dict[str, Any]) -> None:
         """One short line, before MindSpore logs a CRITICAL one, for another model's weights."""

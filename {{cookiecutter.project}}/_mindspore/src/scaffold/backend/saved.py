@@ -10,6 +10,7 @@ import mindspore as ms
 
 from src.scaffold.data.splits import CHECKPOINT_META
 from src.scaffold.errors import CheckpointError
+from src.scaffold.outputs.checkpoints import check_intact
 
 CHECKPOINT_SUFFIX = ".ckpt"
 # Entries that are not state: numbers (PARTIAL: the batches of the next epoch that a
@@ -40,6 +41,7 @@ def load_params(path: Path, what: str) -> dict[str, Any]:
     """What save_checkpoint wrote to ``path``, else one line naming the option ``what``."""
     if not path.is_file():
         raise CheckpointError(f"{what} {path}: no such file")
+    check_intact(path, what)
     try:
         return ms.load_checkpoint(str(path))
     except LOAD_ERRORS as err:

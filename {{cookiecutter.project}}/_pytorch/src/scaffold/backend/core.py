@@ -8,7 +8,6 @@ import gc
 import hashlib
 import importlib.util
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.stepping import StepRun, default_train_step
 from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
-from src.scaffold.outputs import pretrained, truth
+from src.scaffold.outputs import checkpoints, pretrained, truth
 from src.scaffold.task import DataShape, Task
 
 log = logging.getLogger(__name__)
@@ -202,10 +201,8 @@ class TorchBackend:
         state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
         if self.run.scaler is not None:
             state["scaler"] = self.run.scaler.state_dict()
-        # Write then rename: a job killed mid-save leaves the previous checkpoint intact.
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        # Through a temporary name, with its checksum: a killed or failed save damages nothing.
+        checkpoints.write(path, lambda tmp: torch.save(state, tmp), saved.nbytes(state))
 
     def _load(self, path: Path, what: str) -> dict[str, Any]:
         """The checkpoint at ``path``, its weights loaded: one line if made for another model."""

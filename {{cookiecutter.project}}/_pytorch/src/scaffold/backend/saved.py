@@ -11,6 +11,7 @@ import torch
 
 from src.scaffold.data.splits import CHECKPOINT_META
 from src.scaffold.errors import CheckpointError
+from src.scaffold.outputs.checkpoints import check_intact
 
 CHECKPOINT_SUFFIX = ".pt"
 META = ("epoch", "seed", *CHECKPOINT_META)  # what a checkpoint holds besides the state
@@ -23,6 +24,15 @@ def load_arrays(path: Path) -> dict[str, Any]:
     return {name: tensor.numpy() for name, tensor in state["model"].items()}
 
 
+def nbytes(value: Any) -> int:
+    """The bytes of the tensors in ``value`` (nested dicts and lists): a checkpoint's size."""
+    if isinstance(value, torch.Tensor):
+        return value.nelement() * value.element_size()
+    if isinstance(value, dict):
+        value = list(value.values())
+    return sum(map(nbytes, value)) if isinstance(value, (list, tuple)) else 0
+
+
 def not_this_model(what: str, path: Path, err: Exception) -> CheckpointError:
     reason = " ".join(str(err).split()) or type(err).__name__
     return CheckpointError(f"{what} {path} is not a checkpoint of this model: {reason}")
@@ -32,6 +42,7 @@ def load_state(path: Path, what: str, device: Any = "cpu") -> dict[str, Any]:
     """What torch.save wrote to ``path``; one line naming the option ``what`` if it cannot."""
     if not path.is_file():
         raise CheckpointError(f"{what} {path}: no such file")
+    check_intact(path, what)
     # torch.save writes a zip archive: anything else is not worth unpickling.
     if not zipfile.is_zipfile(path):
         raise CheckpointError(f"{what} {path} is not a PyTorch checkpoint")

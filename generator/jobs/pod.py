@@ -49,9 +49,9 @@ def command(spec: JobSpec) -> list[str]:
         args += ["--data", DATA_DIR]
     if spec.output_pvc:
         args += ["--output", OUTPUT_DIR]
-    # A pod the operator restarts continues the run its output holds; a fresh run there
-    # would be refused (src/scaffold/outputs/rundir.py in the project).
-    return [*args, "--", "--resume", "auto"]
+    # No --resume: a pod the operator restarts runs the same command, which continues the run
+    # its output holds; another configuration there is refused (the project's outputs/truth.py).
+    return args
 
 
 def _field(name: str, path: str) -> Doc:

@@ -68,9 +68,9 @@ def pod_env(pod: operators.Pod, app: Path, host_ip: str, devices: int) -> dict[s
 def command(container: dict, app: Path, dry_run: bool) -> list[str]:
     """The pod's command, the image's /app being this pod's copy of the project."""
     words = [word.replace("/app/", f"{app}/") for word in container["command"]]
-    # A pod restarted by its operator continues the run its output holds.
-    assert words[-3:] == ["--", "--resume", "auto"]
-    return [*words[:-3], "--dry-run", *words[-3:]] if dry_run else words
+    # No --resume: a pod restarted by its operator continues the run its output holds.
+    assert "--resume" not in words
+    return [*words, "--dry-run"] if dry_run else words
 
 
 def start_pods(

@@ -464,8 +464,8 @@ def _expected_command(asked: Asked, port: int | None) -> list[str]:
         command += ["--data", "/data"]
     if asked.variant.get("output_pvc"):
         command += ["--output", "/output"]
-    # A restarted pod continues the run in its output: a fresh run would be refused there.
-    return [*command, "--", "--resume", "auto"]
+    # No --resume: a restarted pod's same command continues the run in its output.
+    return command
 
 
 def _check_ascend_pod(template: dict[str, Any], mounts: list[dict], env: dict[str, dict]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from src.scaffold.errors import ConfigError
+from src.scaffold.outputs.checkpoints import read_json
 
 MARKER = ".running.json"
 HEARTBEAT_S = 10.0
@@ -133,10 +134,7 @@ def take(directory: Path, pid: int, flag: str | None = None) -> bool:
 
 
 def read_marker(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    value = read_json(path)
     return value if isinstance(value, dict) else {}
 
 

@@ -23,9 +23,10 @@ log = logging.getLogger(__name__)
 POINTER = "latest.json"
 MARK = "_epoch"
 SUM = ".sha256"  # a checkpoint's sidecar: its SHA-256 and size, as JSON
-# What a save or replace_text killed midway leaves (MindSpore's own: .NAME.tmp.tmp); not the
-# lock's .running.json.PID.tmp (outputs/live.py), which a live run may be writing.
-LEFTOVER = re.compile(r"\.(?!running\.json).+\.tmp(\.\w+)?")
+# What a checkpoint's save killed midway leaves (MindSpore's own: .NAME.tmp.tmp). Not the
+# record's .NAME.tmp: rank 0 may be writing one while another rank starts (its next write
+# replaces a leftover), nor the lock's (outputs/live.py).
+LEFTOVER = re.compile(rf"\..+{MARK}\d+.*\.tmp(\.\w+)?")
 _digests: dict[tuple, str] = {}  # each file read once while unchanged (resume looks twice)
 _warned: set[str] = set()
 

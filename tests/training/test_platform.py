@@ -299,9 +299,11 @@ def test_a_run_killed_after_a_checkpoint_inside_an_epoch_resumes_to_the_unbroken
     # only the epochs' checkpoints left: each epoch's own replaced those taken inside it.
     validations = [(row["epoch"], row["step"]) for row in metrics(where) if row["type"] == "val"]
     assert validations == [(1, 10), (1, 20), (1, 30), (1, 40), (2, 50), (2, 60), (2, 70), (2, 80)]
-    assert sorted(p.name for p in where.glob("lenet_*")) == [
-        f"lenet_epoch{e}{suffix}" for e in (1, 2)
-    ]
+    # (each with its checksum: the fetched step checkpoint's went when it was dropped)
+    kept = [f"lenet_epoch{e}{suffix}" for e in (1, 2)]
+    assert sorted(p.name for p in where.glob("lenet_*")) == sorted(
+        [*kept, *(f"{name}.sha256" for name in kept)]
+    )
 
 
 # 160 steps an epoch (1294 training samples, batch 8), 3 epochs, a checkpoint every 15 steps.
@@ -369,6 +371,47 @@ def test_the_same_command_rerun_after_a_kill_continues_to_the_unbroken_weights(
     assert "continuing it (a restart)" in again.stdout and "resumed from" in again.stdout, step
     where = Path(env["TRAIN_CACHE_DIR"]) / "output" if url.startswith("obs") else local
     assert_same_weights(checkpoint(where, 3, "pytorch"), unbroken_restarted)
+
+
+# 161 steps an epoch (1294 training samples, batch 8), 2 epochs: no checkpoint_every.
+STOPPED = ("--epoch_size", "2", "--batch_size", "8", "--log_every", "10", "--no_tensorboard")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pytorch", "custom"])
+def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_ends_as_an_unbroken_run(
+    projects, tmp_path: Path, name: str
+) -> None:
+    """A preemption: SIGTERM inside epoch 2 saves a checkpoint at the step it came (no
+    checkpoint_every is set) and exits 143; the same command continues from that step."""
+    framework, suffix = FRAMEWORK[name], SUFFIX[FRAMEWORK[name]]
+    output = tmp_path / "out"
+    argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", str(output)]
+    proc = subprocess.Popen(
+        [*argv, *STOPPED],
+        cwd=projects[name],
+        env=clean_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    # Step 170 of 322 is 9 steps into epoch 2: the signal comes 150 steps before its end.
+    for line in proc.stdout:
+        if " step 170/322 " in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    latest = json.loads((output / "latest.json").read_text())["latest"]
+    saved = re.fullmatch(rf"lenet_epoch2_step(\d+){re.escape(suffix)}", latest)
+    assert saved and 170 <= int(saved[1]) < 322, latest
+    assert f"stopped by SIGTERM: the checkpoint at step {saved[1]} is saved" in stdout
+    again = run(projects[name], *argv[1:], *STOPPED, env=clean_env())
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"resumed from {output / latest}" in again.stdout
+    unbroken = train(projects[name], tmp_path / "unbroken", *STOPPED)
+    assert_same_weights(checkpoint(output, 2, framework), checkpoint(unbroken, 2, framework))
 
 
 def test_a_stop_during_the_last_upload_finishes_it(pytorch_project: Path, bucket) -> None:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from src.scaffold.config import Named, Places
 from src.scaffold.config.parse import convert
 from src.scaffold.errors import CheckpointError, ConfigError
-from src.scaffold.outputs.checkpoints import POINTER, find_latest, read_json, read_pointer
+from src.scaffold.outputs.checkpoints import POINTER, SUM, find_latest, read_json, read_pointer
 from src.scaffold.outputs.record import ARTIFACTS, HPARAMS, METRICS
 from src.scaffold.storage import where as storage
 from src.scaffold.storage.once import Once
@@ -163,15 +163,21 @@ def model_mismatch(what: str, model: str, own: dict, theirs: dict) -> Checkpoint
 
 
 def fetch(output: Path, remote: Remote, suffix: str) -> None:
-    """A restarted job's last checkpoint and record from the platform, once per node."""
-    if find_latest(output, suffix) is not None:
-        return
+    """A restarted job's last checkpoint (with its checksum) and record from the platform,
+    once per node; the newest kept before it too, should the last be damaged."""
+    try:
+        if find_latest(output, suffix) is not None:
+            return
+    except CheckpointError:
+        pass  # none here is intact: the platform's copies may be
 
     def get() -> None:
         output.mkdir(parents=True, exist_ok=True)
         if remote.get([POINTER], output):
-            latest = read_pointer(output).get("latest")
-            remote.get([n for n in (latest,) if isinstance(n, str)], output)
+            pointer = read_pointer(output)
+            names = [pointer.get("latest"), *list(pointer.get("scores") or {})[::-1][:2]]
+            names = [n for n in dict.fromkeys(names) if isinstance(n, str)]
+            remote.get([*names, *(name + SUM for name in names)], output)
         remote.get([HPARAMS, METRICS, ARTIFACTS], output)
 
     Once(output, "resume-fetch", remote.where).run(get, "fetch the last checkpoint", 1800)

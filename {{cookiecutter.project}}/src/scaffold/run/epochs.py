@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +21,30 @@ from src.scaffold.task import Monitor, Task
 log = logging.getLogger(__name__)
 # An epoch's train loss this many times the first epoch's is reported as diverging.
 GROWTH = 10
+# A stop signal while steps run waits this long at most for the step's end (Kubernetes gives 30).
+GRACE_S = 20.0
+
+
+class Stop:
+    """A stop signal that came while steps ran: taken at the step's end, rank 0 saving a
+    checkpoint there first; SIGALRM after GRACE_S takes it wherever the run is."""
+
+    def __init__(self) -> None:
+        self.training, self.pending = False, None
+
+    def defer(self, stopped: BaseException) -> bool:
+        if self.training:
+            self.pending = stopped
+            signal.setitimer(signal.ITIMER_REAL, GRACE_S)
+        return self.training
+
+    def take(self) -> None:
+        if self.pending is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise self.pending
+
+
+STOP = Stop()
 
 
 @dataclass
@@ -79,13 +104,20 @@ class EpochEnd:
         self.validate_every, self.checkpoint_every = every
         epoch, inside = plan.begun
         self.updates = plan.updates_by(plan.steps_done(max(epoch - 1, 0)) + inside)
+        self.checkpointed: int | None = None  # the step of the last step checkpoint
 
     def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
         """After step ``step`` (1-based, of the run); reading ``loss`` waits for the device."""
         self.lr = lr
         if (progress := self.progress) is None:
-            return
+            return  # other ranks go on: rank 0 saves, then the group ends with it
         self._every(step)
+        if STOP.pending is not None:
+            epoch = self.plan.epoch_of(step)
+            if step < self.plan.steps_done(epoch) and self.checkpointed != step:
+                self._checkpoint(epoch, None, step)  # at an epoch's end: the epoch's own
+            log.warning("%s: the checkpoint at step %d is saved", STOP.pending, step)
+            STOP.take()
         if not self.stepped:
             # The first step of this process: done once its loss is back from the device.
             self.stepped = True
@@ -115,6 +147,7 @@ class EpochEnd:
             log.info("step %d (epoch %d)  val %s", step, epoch, _scores(val))
         if save is not None and self.updates // save > before // save:
             self._checkpoint(epoch, None, step)
+            self.checkpointed = step
 
     def __call__(self, epoch: int, train_loss: float, seconds: float) -> None:
         self.epoch = epoch
@@ -141,6 +174,7 @@ class EpochEnd:
             self.stopping = True
             log.info("early stop after epoch %d: %s", epoch, reason)
             self.record.log("stop", {}, step, epoch, reason=reason)
+        STOP.take()  # a stop signal during the epoch's end: its checkpoint is saved
 
     def _watch_growth(self, epoch: int, train_loss: float) -> None:
         """One WARNING at GROWTH times the first loss: a divergence before it reaches nan."""

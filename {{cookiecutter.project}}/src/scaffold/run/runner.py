@@ -21,7 +21,7 @@ from src.scaffold.errors import Stopped, StorageError
 from src.scaffold.outputs import checkpoints, live, pretrained, rundir, truth
 from src.scaffold.outputs.record import HPARAMS, RunRecord
 from src.scaffold.run import ending, hostline
-from src.scaffold.run.epochs import EarlyStop, EpochEnd
+from src.scaffold.run.epochs import STOP, EarlyStop, EpochEnd
 from src.scaffold.run.progress import Progress
 from src.scaffold.run.timeline import TIMELINE
 from src.scaffold.storage import where as storage
@@ -42,14 +42,27 @@ def stopping() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if not stopped:
             stopped.append(signum)
-            raise Stopped(signum, signal.Signals(signum).name)
+            if not STOP.defer(err := Stopped(signum, signal.Signals(signum).name)):
+                raise err  # while steps run: at the step's end, after a checkpoint
+            return
         log.warning("%s again: still saving the outputs", signal.Signals(signum).name)
+
+    def overdue(signum: int, frame: object) -> None:
+        STOP.take()  # the step did not end within epochs.GRACE_S
 
     signals = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
     previous = {signum: signal.signal(signum, handler) for signum in signals}
+    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, overdue)
     try:
         yield
+    except Exception as err:
+        if STOP.pending is None:
+            raise
+        # Another rank stopped first: this one's collective failed on its way out.
+        raise STOP.pending from err
     finally:
+        STOP.training, STOP.pending = False, None
+        signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, old in previous.items():
             signal.signal(signum, old)
 
@@ -185,7 +198,10 @@ def _epochs(
     TIMELINE.mark("model")
     if first <= last:
         with progress.shown() if progress is not None else contextlib.nullcontext():
+            STOP.training = True
             backend.fit(first, last, plan, hook)
+            STOP.training = False
+            STOP.take()  # a stop that came after the last step
     else:
         log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
     if backend.rank == 0:

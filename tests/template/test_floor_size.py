@@ -11,8 +11,11 @@ import pytest
 from generator.render.options import Options
 from generator.render.project import render
 
-# The floor's lines when the limit was set (PyTorch 58 modules; MindSpore 61, either loop).
-LIMITS = {"pytorch": 6821, "mindspore": 7007}
+# The floor's lines when the limit was set (PyTorch 58 modules; MindSpore 61, either loop),
+# and what jobs that survive faults added (issue: every platform's restart resumes the run):
+# the restart recognised, the directory's lock, a checkpoint at the stop signal's step,
+# checkpoints' checksums with a fallback, and a full disk in one line (+348 / +349 lines).
+LIMITS = {"pytorch": 6821 + 360, "mindspore": 7007 + 360}
 
 
 def floor_lines(project: Path) -> dict[str, int]:

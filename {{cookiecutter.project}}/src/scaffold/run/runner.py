@@ -191,17 +191,15 @@ def _epochs(
         early,
         (cfg.validate_every, cfg.checkpoint_every),
     )
-    log.info(
-        "training on %d x %s: %d samples, %d held out for validation, %d for the test",
-        *(backend.world_size, backend.device, *sizes.values()),
-    )
+    shown = (backend.world_size, backend.device, *sizes.values())
+    log.info("training on %d x %s: %d samples, %d held out for validation, %d for the test", *shown)
     TIMELINE.mark("model")
     if first <= last:
         with progress.shown() if progress is not None else contextlib.nullcontext():
             STOP.training = True
             backend.fit(first, last, plan, hook)
-            STOP.training = False
-            STOP.take()  # a stop that came after the last step
+            STOP.training = False  # a stop after the last step: taken now
+            STOP.take()
     else:
         log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
     if backend.rank == 0:

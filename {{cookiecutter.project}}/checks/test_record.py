@@ -90,3 +90,16 @@ def test_disabled_record_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "x.pt").write_bytes(b"x")
     record.add_artifact(tmp_path / "x.pt")
     assert not (tmp_path / "out").exists() and not (tmp_path / "tb").exists()
+
+
+def test_a_full_disk_under_the_metrics_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """/dev/full answers every write with ENOSPC, as a full disk does."""
+    from src.scaffold.errors import DiskFullError
+
+    (tmp_path / "metrics.jsonl").symlink_to("/dev/full")
+    record = RunRecord(tmp_path, "run-1")
+    with pytest.raises(DiskFullError) as full:
+        record.log("train", {"loss": 1.0}, 5, 1)
+    said = str(full.value)
+    assert said.startswith(f"no space left on the device for {tmp_path / 'metrics.jsonl'}: about")
+    assert "bytes needed" in said and "checkpoints and latest.json are intact" in said

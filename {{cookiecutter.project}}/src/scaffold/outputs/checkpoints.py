@@ -92,13 +92,23 @@ def _replace(path: Path, tmp: Path, write: Callable[[Path], None], needed: int) 
             with contextlib.suppress(FileNotFoundError):
                 free += left.stat().st_blocks * 512
                 left.unlink()
-        if not _full(err):
+        if (full := disk_full(err, path, needed, free)) is None:
             raise
-        raise DiskFullError(
-            f"no space left on the device for {path}: about {needed:,} bytes needed, {free:,} "
-            f"free; the earlier checkpoints and {POINTER} are intact: free some space and run "
-            "the same command again to resume from them"
-        ) from err
+        raise full from err
+
+
+def disk_full(
+    err: BaseException, path: Path, needed: int, free: int | None = None
+) -> DiskFullError | None:
+    """The one line for ``err`` where it is a full disk (writing ``path``), else None."""
+    if not _full(err):
+        return None
+    free = shutil.disk_usage(path.parent).free if free is None else free
+    return DiskFullError(
+        f"no space left on the device for {path}: about {needed:,} bytes needed, {free:,} "
+        f"free; the earlier checkpoints and {POINTER} are intact: free some space and run "
+        "the same command again to resume from them"
+    )
 
 
 def replace_text(path: Path, text: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from src.scaffold.errors import ConfigError
-from src.scaffold.outputs.checkpoints import read_json, replace_text
+from src.scaffold.outputs.checkpoints import disk_full, read_json, replace_text
 from src.scaffold.outputs.tensorboard import EventWriter, truncate
 
 HPARAMS = "hparams.json"
@@ -104,7 +104,13 @@ class RunRecord:
         if self._lines is None:
             # Kept open, a line at a time: a killed job leaves whole lines only.
             self._lines = (self.output_dir / METRICS).open("a", encoding="utf-8", buffering=1)
-        self._lines.write(json.dumps(line) + "\n")
+        text = json.dumps(line) + "\n"
+        try:
+            self._lines.write(text)
+        except OSError as err:
+            if (full := disk_full(err, self.output_dir / METRICS, len(text))) is None:
+                raise
+            raise full from err
         named = {f"{PREFIX[type]}/{name}": float(v) for name, v in metrics.items()}
         if self.events is not None:
             self.events.scalars(step, named)

@@ -380,17 +380,22 @@ STOPPED = ("--epoch_size", "2", "--batch_size", "8", "--log_every", "10", "--no_
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["pytorch", "custom"])
 def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_ends_as_an_unbroken_run(
-    projects, tmp_path: Path, name: str
+    projects, bucket, tmp_path: Path, name: str
 ) -> None:
     """A preemption: SIGTERM inside epoch 2 saves a checkpoint at the step it came (no
-    checkpoint_every is set) and exits 143; the same command continues from that step."""
+    checkpoint_every is set), uploads it (PyTorch's run writes to OBS) and exits 143; the
+    same command continues from that step."""
     framework, suffix = FRAMEWORK[name], SUFFIX[FRAMEWORK[name]]
-    output = tmp_path / "out"
-    argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", str(output)]
+    remote = name == "pytorch"
+    output = Path(bucket["TRAIN_CACHE_DIR"]) / "output" if remote else tmp_path / "out"
+    url = "obs://bucket/run" if remote else str(output)
+    argv = [sys.executable, "train.py", "--device_target", "cpu", "--train_url", url]
+    if remote:
+        argv += ["--data_url", "obs://bucket/digits"]
     proc = subprocess.Popen(
         [*argv, *STOPPED],
         cwd=projects[name],
-        env=clean_env(),
+        env=clean_env(**bucket),
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -407,7 +412,11 @@ def test_sigterm_mid_epoch_saves_the_step_and_the_rerun_ends_as_an_unbroken_run(
     saved = re.fullmatch(rf"lenet_epoch2_step(\d+){re.escape(suffix)}", latest)
     assert saved and 170 <= int(saved[1]) < 322, latest
     assert f"stopped by SIGTERM: the checkpoint at step {saved[1]} is saved" in stdout
-    again = run(projects[name], *argv[1:], *STOPPED, env=clean_env())
+    if remote:  # on the platform's side too, named by its latest.json
+        sent = Path(bucket["FAKE_OBS_ROOT"]) / "bucket" / "run"
+        assert (sent / latest).read_bytes() == (output / latest).read_bytes()
+        assert json.loads((sent / "latest.json").read_text())["latest"] == latest
+    again = run(projects[name], *argv[1:], *STOPPED, env=clean_env(**bucket))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"resumed from {output / latest}" in again.stdout
     unbroken = train(projects[name], tmp_path / "unbroken", *STOPPED)

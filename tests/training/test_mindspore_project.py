@@ -85,7 +85,11 @@ def test_mixed_precision_reaches_95_percent(
     mindspore_projects: dict[str, Path], tmp_path: Path
 ) -> None:
     # float16 (O2) with a dynamic loss scale; the custom loop also skips overflowed steps.
-    output = train(mindspore_projects["custom"], tmp_path, "--amp", "true")
+    # Twice the shipped lr for two thirds of its epochs (a constant schedule, seed 0, the same
+    # losses every run): the test accuracy is 0.964 (346 of 359) after epochs 7, 8 and 12
+    # alike, 4 samples above 0.95's 342; the shipped 12 epochs at lr 0.01 stay full_run's.
+    args = ("--amp", "true", "--lr", "0.02", "--epoch_size", "8")
+    output = train(mindspore_projects["custom"], tmp_path, *args)
     (test,) = [line for line in metrics(output) if line["type"] == "test"]
     assert test["accuracy"] >= 0.95, test
     assert json.loads((output / "hparams.json").read_text())["resolved"]["amp"] == "O2"

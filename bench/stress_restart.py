@@ -3,14 +3,14 @@ unbroken run: kills out of N that end equal, per framework.
 
 For each framework (PyTorch; MindSpore's custom loop and its Model loop) a project is rendered
 once and its command run once, never stopped: the reference. Then N times the same command
-(2 epochs of the shipped digits, batch 8, a checkpoint every 15 steps, a progress line every
-step; OMP_NUM_THREADS=1 for every run) is started, SIGKILLed once its progress line reaches a
-step drawn at random (1 to the last step; at the last, the kill lands in the epoch's end, the
-test pass or the exit), and run again exactly as it was, with no --resume, as a platform
-restarts a job. The outputs live, in turn, in a local directory, and at obs://bucket/run
-through the stand-in moxing, rerun on the same node (in place: the same TRAIN_CACHE_DIR) or
-on a fresh one (rescheduled: a new TRAIN_CACHE_DIR). A rerun is equal when the digest of its
-final line ("finished, parameters ...") is the reference's.
+(2 epochs of the shipped digits, batch 8, a checkpoint every 15 steps but in Model.train, a
+progress line every step; OMP_NUM_THREADS=1 for every run) is started, SIGKILLed once its
+progress line reaches a step drawn at random (1 to the last step; at the last, the kill lands
+in the epoch's end, the test pass or the exit), and run again exactly as it was, with no
+--resume, as a platform restarts a job. The outputs live, in turn, in a local directory, and
+at obs://bucket/run through the stand-in moxing, rerun on the same node (in place: the same
+TRAIN_CACHE_DIR) or on a fresh one (rescheduled: a new TRAIN_CACHE_DIR). A rerun is equal
+when the digest of its final line ("finished, parameters ...") is the reference's.
 
 Per kill: the last step the killed run printed, what the rerun resumed from (a step
 checkpoint, an epoch checkpoint, or nothing: started over), the steps it did again, and the
@@ -51,7 +51,10 @@ FRAMEWORKS = {
 }
 # 161 steps an epoch (1294 training samples, batch 8), a step checkpoint every 15 of them.
 FLAGS = ("--device_target", "cpu", "--no_tensorboard", "--epoch_size", "2", "--batch_size", "8")
-FLAGS += ("--checkpoint_every", "15", "--log_every", "1")
+FLAGS += ("--log_every", "1")
+# Model.train resumes at an epoch's start only and refuses --checkpoint_every: its restarts
+# continue from the epochs' checkpoints.
+EVERY = {"pytorch": ("--checkpoint_every", "15"), "custom": ("--checkpoint_every", "15")}
 # One intra-op thread for every run alike: on a loaded machine the default threads make the
 # seconds lost mean nothing (bench_watch.py's --threads 1).
 THREADS = {"OMP_NUM_THREADS": "1"}
@@ -91,6 +94,7 @@ class Kill:
     """One kill and its rerun."""
 
     place: str
+    argv: list[str]
     url: str
     env: dict[str, str]  # the variables the place adds, the killed run's and the rerun's
     again: dict[str, str]
@@ -158,9 +162,11 @@ def place_env(place: str, root: Path) -> tuple[str, dict[str, str], dict[str, st
     return "obs://bucket/run", env, again
 
 
-def one_kill(project: Path, place: str, target: int, reference: Attempt, root: Path) -> Kill:
+def one_kill(
+    project: Path, place: str, target: int, reference: Attempt, root: Path, flags: list[str]
+) -> Kill:
     url, env, again = place_env(place, root)
-    argv = ["train.py", "--train_url", url, *FLAGS]
+    argv = ["train.py", "--train_url", url, *flags]
     killed = attempt(project, argv, clean_env(**THREADS, **env), kill_at=target)
     rerun = attempt(project, argv, clean_env(**THREADS, **again))
     steps_per_epoch = max(reference.at_step) // 2
@@ -178,7 +184,8 @@ def report_failure(name: str, project: Path, kill: Kill, root: Path) -> None:
     the step, both runs' last lines; its directory is kept."""
     url, env, again = kill.url, kill.env, kill.again
     print(f"  FAILED: {name}, killed after step {kill.killed.last_step} ({kill.place})")
-    print(f"    command, in {project}: python train.py --train_url {url} {' '.join(FLAGS)}")
+    flags = " ".join(kill.argv[3:])
+    print(f"    command, in {project}: python train.py --train_url {url} {flags}")
     changed = {key: value for key, value in again.items() if env.get(key) != value}
     print(f"    variables: {shown(env) or '(none)'}; the rerun's: {shown(changed) or '(the same)'}")
     print(f"    killed run: exit {kill.killed.status}, its last lines:\n{kill.killed.tail(5)}")
@@ -196,7 +203,8 @@ def stress(name: str, kills: int, seed: int, scratch: Path) -> list[Kill]:
     # Each framework's own draws: the same steps whether run alone or with the others.
     rng = random.Random(f"{seed}:{name}")
     project = render_project(scratch, f"restart_{name}", **FRAMEWORKS[name])
-    argv = ["train.py", "--train_url", str(scratch / f"ref_{name}"), *FLAGS]
+    flags = [*FLAGS, *EVERY.get(name, ())]
+    argv = ["train.py", "--train_url", str(scratch / f"ref_{name}"), *flags]
     reference = attempt(project, argv, clean_env(**THREADS))
     if reference.status != 0 or reference.digest is None or not reference.at_step:
         sys.exit(f"error: the reference run of {name} failed:\n{reference.tail()}")
@@ -214,7 +222,7 @@ def stress(name: str, kills: int, seed: int, scratch: Path) -> list[Kill]:
     for i in range(kills):
         place = PLACES[i % len(PLACES)]
         root = scratch / f"{name}_kill{i + 1}"
-        kill = one_kill(project, place, rng.randint(1, total), reference, root)
+        kill = one_kill(project, place, rng.randint(1, total), reference, root, flags)
         done.append(kill)
         at = kill.killed.last_step
         what = {"step": f"step {kill.resumed_step}", "epoch": f"epoch end {kill.resumed_step}"}

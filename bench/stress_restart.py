@@ -174,9 +174,8 @@ def one_kill(
     # What the reference still had to do after the step the killed run last printed.
     remaining = reference.wall - reference.at_step.get(killed.last_step, 0.0)
     equal = rerun.status == 0 and rerun.digest == reference.digest
-    return Kill(
-        place, url, env, again, target, killed, rerun, kind, step, rerun.wall - remaining, equal
-    )
+    lost = rerun.wall - remaining
+    return Kill(place, argv, url, env, again, target, killed, rerun, kind, step, lost, equal)
 
 
 def report_failure(name: str, project: Path, kill: Kill, root: Path) -> None:
@@ -187,7 +186,7 @@ def report_failure(name: str, project: Path, kill: Kill, root: Path) -> None:
     flags = " ".join(kill.argv[3:])
     print(f"    command, in {project}: python train.py --train_url {url} {flags}")
     changed = {key: value for key, value in again.items() if env.get(key) != value}
-    print(f"    variables: {shown(env) or '(none)'}; the rerun's: {shown(changed) or '(the same)'}")
+    print(f"    variables: {shown(THREADS | env)}; the rerun's: {shown(changed) or '(the same)'}")
     print(f"    killed run: exit {kill.killed.status}, its last lines:\n{kill.killed.tail(5)}")
     print(f"    rerun: exit {kill.rerun.status}, digest {kill.rerun.digest}:\n{kill.rerun.tail()}")
     kept = Path(tempfile.gettempdir()) / f"stress_restart_failed_{root.name}"

@@ -17,8 +17,9 @@ from generator.render.project import render
 from tests.training import runs
 
 # Enough for 0.9 on the validation split with margin: PyTorch's mynet reaches 0.90 after 4
-# epochs, 0.92 after 5; MindSpore's 0.96 after 2 (the runs are seeded: the same every time).
-EPOCHS = {"pytorch": 6, "mindspore": 3}
+# epochs, 0.92 after 5; MindSpore's 0.96 after 2 (the runs are seeded: the same every time),
+# so 2 epochs keep 0.06 of margin there.
+EPOCHS = {"pytorch": 6, "mindspore": 2}
 
 
 def readme_section(project: Path, title: str) -> str:

@@ -11,9 +11,12 @@ for every rank ending with the same weights.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -68,6 +71,8 @@ def pod_env(pod: operators.Pod, app: Path, host_ip: str, devices: int) -> dict[s
 def command(container: dict, app: Path, dry_run: bool) -> list[str]:
     """The pod's command, the image's /app being this pod's copy of the project."""
     words = [word.replace("/app/", f"{app}/") for word in container["command"]]
+    # The output claim: one volume every pod mounts (ReadWriteMany), beside the pods.
+    words = [str(app.parent.parent / "claim") if word == "/output" else word for word in words]
     # No --resume: a pod restarted by its operator continues the run its output holds.
     assert "--resume" not in words
     return [*words, "--dry-run"] if dry_run else words
@@ -90,12 +95,17 @@ def start_pods(
     config = [doc for doc in docs if doc["kind"] == "ConfigMap"]
     procs = []
     for node, pod in enumerate(pods):
-        app = Path(shutil.copytree(project, tmp_path / f"pod{node}" / "app"))
+        app = tmp_path / f"pod{node}" / "app"
+        if not app.exists():  # a restarted pod finds its output (its claim) as it was left
+            shutil.copytree(project, app)
         if config:
             (app.parent / "hccl.json").write_text(config[0]["data"]["hccl.json"])
         devices = _devices(pod.container)
         variables = pod_env(pod, app, hosts.addresses[node], devices)
-        words = [*command(pod.container, app, dry_run), *train_args]
+        words = [
+            *command(pod.container, app, dry_run),
+            *(["--", *train_args] if train_args else []),
+        ]
         procs.append(hosts.start(node, words, None, **variables))
     return procs
 
@@ -165,6 +175,44 @@ REHEARSED = [
 ]
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (/proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+def kill_pods(procs: list[subprocess.Popen[str]], output: Path, step: int) -> None:
+    """A node fault: every process of every pod SIGKILLed, once rank 0's output holds a
+    checkpoint at ``step`` or later."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        pointer = output / "latest.json"
+        latest = json.loads(pointer.read_text()).get("latest", "") if pointer.exists() else ""
+        if (hit := re.search(r"_step(\d+)", latest)) and int(hit[1]) >= step:
+            for proc in procs:
+                for pid in _descendants(proc.pid):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            finish(procs, 60)
+            return
+        time.sleep(0.01)
+    ended = [
+        (p.poll(), p.stderr.read()[-1500:] if p.poll() is not None and p.stderr else "")
+        for p in procs
+    ]
+    raise AssertionError(f"no step checkpoint in {output}: {ended}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "framework", "target", "devices"), REHEARSED, ids=[" ".join(c[:3]) for c in REHEARSED]
@@ -182,6 +230,56 @@ def test_pods_train_together_with_their_operators_environment(
     found = placements(tmp_path, results)
     assert sorted(found) == list(range(2 * devices)), said(tmp_path, results)
     assert_trained_as_one(found, 2 * devices)
+
+
+# A kind of each framework and launcher (torchrun; msrun, by rank table): a node fault.
+KILLED = [("pytorchjob", "pytorch", "cuda"), ("ascendjob", "mindspore", "ascend")]
+
+
+def _digests(results: list[tuple[int, str, str]], claim: Path) -> tuple[str, dict[int, set]]:
+    """What the pods printed and logged on the claim, and each rank's final weights digest."""
+    logs = "".join(p.read_text(errors="replace") for p in sorted(claim.rglob("*.log")))
+    printed = "".join(out + err for _, out, err in results) + logs
+    assert [code for code, _, _ in results] == [0, 0], printed[-4000:]
+    ranks: dict[int, set] = {}
+    for line in printed.splitlines():
+        if hit := PLACED.search(line.strip()):
+            ranks.setdefault(int(hit[1]), set()).add(hit[5])
+    assert sorted(ranks) == [0, 1], printed[-4000:]
+    return printed, ranks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "framework", "target"), KILLED, ids=[k[0] for k in KILLED])
+def test_pods_killed_after_a_step_checkpoint_restart_to_the_weights_of_unbroken_pods(
+    hosts: Hosts, tmp_path: Path, kind: str, framework: str, target: str
+) -> None:
+    """All pods SIGKILLed (a node fault) after a step checkpoint on the output claim; the
+    same pods' same command, restarted by the operator, continues the run, to the weights
+    the same pods reach unbroken (two nodes sum their gradients in another order than one)."""
+    # MindSpore's custom loop: its checkpoints inside an epoch resume (Model.train's do not).
+    options = Options(
+        "demo", framework, target, "generic", devices_per_node=1, nnodes=2, ms_train_loop="custom"
+    )
+    project = render(options, tmp_path)
+    docs = manifest(project, kind, "--output-pvc", "claim")
+    # 80 steps an epoch (1294 samples, 2 ranks of 8): a kill at step 10 or a few after
+    # leaves some 70 steps, seconds of them over the namespaces' link.
+    args = ["--epoch_size", "1", "--batch_size", "8", "--checkpoint_every", "10"]
+    args += ["--device_target", "cpu"] if framework == "mindspore" else []
+    claim = tmp_path / "claim"
+    kill_pods(start_pods(hosts, project, tmp_path, docs, *args), claim, 10)
+    printed, killed = _digests(
+        finish(start_pods(hosts, project, tmp_path, docs, *args), 300), claim
+    )
+    suffix = ".pt" if framework == "pytorch" else ".ckpt"
+    assert (claim / f"lenet_epoch1{suffix}").is_file()
+    assert "continuing it (a restart)" in printed and "resumed from" in printed
+    again = tmp_path / "unbroken"
+    _, whole = _digests(
+        finish(start_pods(hosts, project, again, docs, *args), 300), again / "claim"
+    )
+    assert len(set().union(*whole.values())) == 1 and killed == whole, (killed, whole)
 
 
 def _expected(table, found: dict[int, tuple], pod_of_server: list[int]) -> None:
@@ -268,7 +366,7 @@ def test_a_pod_given_4_devices_of_an_8_device_project_trains_on_4(
     (pod,) = operators.pods(docs, hosts.addresses)[:1]
     variables = pod_env(pod, app, hosts.addresses[0], 4)
     proc = hosts.start(
-        0, [*command(pod.container, app, False), "--epoch_size", "1"], None, **variables
+        0, [*command(pod.container, app, False), "--", "--epoch_size", "1"], None, **variables
     )
     results = assert_all_finish([proc])
     assert_trained_as_one(placements(tmp_path, results), 4)

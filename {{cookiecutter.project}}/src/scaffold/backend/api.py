@@ -40,6 +40,7 @@ class Backend(Protocol):
     suffix: str  # the checkpoint file ending: .pt or .ckpt
     scheduler_only: bool  # only coordinates (msrun's scheduler): stages no data, does not train
     accumulate: int  # batches a step's gradients sum over (1 where the loop has no option)
+    inside_epochs: bool  # resumes from a checkpoint taken inside an epoch
     input_shape: tuple[int, ...]  # the chosen model's declared input (@model), for a smoke run
     sample_metrics: dict[str, Any]  # src/step.py's metrics on the samples setup() tried
 

@@ -68,6 +68,7 @@ class MindSporeBackend:
             log.info("MindSpore has no data sink on the CPU: training without it")
         self.accumulate = options.accumulate
         check_step_options(options, LOOP, self.sink)
+        self.inside_epochs = LOOP == "custom" and not self.sink
 
     def describe(self) -> dict[str, Any]:
         amp = self.options.amp_level.upper() if self.amp else "O0"

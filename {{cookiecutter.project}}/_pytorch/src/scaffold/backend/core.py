@@ -40,6 +40,7 @@ class TorchBackend:
     name = "pytorch"
     suffix = CHECKPOINT_SUFFIX
     scheduler_only = False
+    inside_epochs = True
 
     def __init__(self, options: TrainOptions, task: Task) -> None:
         self.importing: threading.Thread | None = None

@@ -115,7 +115,9 @@ class EpochEnd:
         if STOP.pending is not None:
             epoch = self.plan.epoch_of(step)
             if not self.backend.inside_epochs:  # MindSpore's Model.train, a data sink
-                log.warning("%s at step %d: the last epoch's checkpoint resumes", STOP.pending, step)
+                log.warning(
+                    "%s at step %d: the last epoch's checkpoint resumes", STOP.pending, step
+                )
             elif step < self.plan.steps_done(epoch) and self.checkpointed != step:
                 self._checkpoint(epoch, None, step)  # at an epoch's end: the epoch's own
                 log.warning("%s: the checkpoint at step %d is saved", STOP.pending, step)

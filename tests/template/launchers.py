@@ -21,7 +21,8 @@ SCRIPT_VARIABLES = frozenset(
     PET_MASTER_PORT MS_WORKER_NUM MS_LOCAL_WORKER MS_NODE_RANK MS_SCHED_HOST MS_SCHED_PORT
     MS_ROLE GLOO_SOCKET_IFNAME NCCL_SOCKET_IFNAME HCCL_SOCKET_IFNAME HCCL_IF_IP MA_VJ_NAME
     MA_NUM_HOSTS VC_WORKER_NUM VC_TASK_INDEX MA_NUM_GPUS VC_WORKER_HOSTS MA_CURRENT_IP
-    MA_CURRENT_HOST_IP MA_CURRENT_INSTANCE_NAME BATCH_TASK_CURRENT_INSTANCE""".split()
+    MA_CURRENT_HOST_IP MA_CURRENT_INSTANCE_NAME BATCH_TASK_CURRENT_INSTANCE TRAIN_MAX_RESTARTS
+    TRAIN_ATTEMPT TRAIN_RANK_DIR PYTHON_EXEC""".split()
 )
 # The generated train.py's quick mode: random data in MNIST's shapes, one epoch.
 SMOKE = ("--", "--smoke", "--device_target", "cpu")
@@ -68,6 +69,19 @@ def processes_with(token: str) -> list[int]:
             continue
         if token.encode() in cmdline:
             found.append(int(entry.name))
+    return found
+
+
+def rank_processes(token: str) -> list[int]:
+    """The ranks themselves among processes_with(token): not scripts/rank.sh, which runs each."""
+    found = []
+    for pid in processes_with(token):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"scripts/rank.sh" not in cmdline:
+            found.append(pid)
     return found
 
 
@@ -122,3 +136,25 @@ def rank_table(path: Path, servers: list[tuple[str, list[int]]]) -> Path:
     ]
     path.write_text(ranktable.merge(tables).dumps())
     return path
+
+
+def rank_pid(project: Path, rank: int, attempt: int) -> int | None:
+    """The process of train.py's ``rank`` in ``attempt`` (counted from 0) of a launch in
+    ``project``, under any launcher (torchrun's RANK, msrun's and the per-rank RANK_ID)."""
+    for pid in rank_processes("train.py"):
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() != project.resolve():
+                continue
+            # The interpreter itself, not a shell on its way to it.
+            if not Path(f"/proc/{pid}/exe").resolve().name.startswith("python"):
+                continue
+            raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        variables = dict(item.decode().partition("=")[::2] for item in raw if b"=" in item)
+        if variables.get("MS_ROLE") == "MS_SCHED":
+            continue
+        tried = variables.get("TRAIN_ATTEMPT", variables.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        if variables.get("RANK", variables.get("RANK_ID")) == str(rank) and tried == str(attempt):
+            return pid
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from tests.template.launchers import (
     env,
     fake_python,
     free_port,
-    processes_with,
+    rank_processes,
     rank_table,
     run,
     this_host,
@@ -90,7 +91,8 @@ def test_a_failing_rank_is_one_line_naming_it_and_its_log(
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, result.stderr
-    assert "stopped the other" in errors[0] and "its log: " in errors[0]
+    assert "other" in errors[0] and "stopped" in errors[0] and "its log: " in errors[0]
+    assert "(a configuration error: not restarted)" in errors[0], "exit status 2 never restarts"
     log = Path(errors[0].split("its log: ")[1])
     assert log.is_file() and "nope" in log.read_text()
     assert "Traceback" not in result.stderr
@@ -125,29 +127,62 @@ def ascend_project(render_project: RenderProject) -> Path:
     return render_project(target="ascend")
 
 
-def test_per_rank_a_failed_rank_stops_the_others(ascend_project: Path, tmp_path: Path) -> None:
+def test_per_rank_a_failed_rank_stops_the_others_and_the_group_restarts(
+    ascend_project: Path, tmp_path: Path
+) -> None:
     project = ascend_project
     fake = fake_python(tmp_path / "fake_rank.py", FAILING_RANK)
     started = time.monotonic()
-    result = run(
-        project / "scripts" / "run_8p.sh", "--nproc", "4", environ=env(PYTHON=str(fake)), timeout=30
-    )
-    assert time.monotonic() - started < 15
+    script = project / "scripts" / "run_8p.sh"
+    result = run(script, "--nproc", "4", "--max-restarts", "1", environ=env(PYTHON=str(fake)))
+    assert time.monotonic() - started < 20
     assert result.returncode == 1
-    log = project / "output" / "logs" / "rank_1" / "train.log"
+    restarts = [line for line in result.stderr.splitlines() if "starts the ranks" in line]
+    assert restarts == [
+        "run_ranktable.sh: rank 1 exited with status 1; attempt 2 of 2 starts the ranks of "
+        "node 0 again, resuming from the newest checkpoint"
+    ], result.stderr
+    logs = project / "output" / "logs"
     assert (
-        f"error: rank 1 exited with status 1; the other ranks were stopped; its log: {log}"
-        in result.stderr
+        "error: rank 1 exited with status 1; no restart left (attempt 2 of 2); the other "
+        f"ranks were stopped; its log: {logs / 'rank_1' / 'train.log'}" in result.stderr
     )
     assert "    boom" in result.stderr
+    # The first attempt's logs, kept.
+    assert sorted(p.parent.name for p in logs.glob("attempt_0/rank_*/train.log")) == [
+        f"rank_{n}" for n in range(4)
+    ]
+    assert "boom" in (logs / "attempt_0" / "rank_1" / "train.log").read_text()
     assert_all_gone(str(fake))
+
+
+# Rank 1 says why it cannot train, once, and exits 2 (train.py's configuration errors).
+BAD_CONFIG_RANK = FAILING_RANK.replace(
+    "print('boom', file=sys.stderr)", "print('error: no such model', file=sys.stderr)"
+).replace("sys.exit(1)", "sys.exit(2)")
+
+
+def test_per_rank_a_configuration_error_is_not_restarted(
+    ascend_project: Path, tmp_path: Path
+) -> None:
+    fake = fake_python(tmp_path / "bad_config.py", BAD_CONFIG_RANK)
+    result = run(
+        ascend_project / "scripts" / "run_8p.sh", "--nproc", "2", environ=env(PYTHON=str(fake))
+    )
+    assert result.returncode == 1
+    assert "starts the ranks" not in result.stderr
+    assert (
+        "error: rank 1 exited with status 2: no such model (a configuration error: not "
+        "restarted); the other ranks were stopped" in result.stderr
+    )
+    assert not (ascend_project / "output" / "logs" / "attempt_0").exists()
 
 
 def test_per_rank_a_rank_that_ignores_sigterm_is_killed(
     ascend_project: Path, tmp_path: Path
 ) -> None:
     fake = fake_python(tmp_path / "stubborn_rank.py", STUBBORN_RANK)
-    variables = env(PYTHON=str(fake), RANK_STOP_TIMEOUT="1")
+    variables = env(PYTHON=str(fake), RANK_STOP_TIMEOUT="1", TRAIN_MAX_RESTARTS="0")
     started = time.monotonic()
     script = ascend_project / "scripts" / "run_8p.sh"
     result = run(script, "--nproc", "2", environ=variables, timeout=30)
@@ -183,9 +218,9 @@ def test_per_rank_a_signal_stops_every_rank(
             time.sleep(0.05)
         # A pid is printed when its rank is forked, before it execs the interpreter: on a busy
         # machine the last one may not be running it yet.
-        while len(processes_with(str(fake))) < 3 and time.monotonic() < deadline:
+        while len(rank_processes(str(fake))) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(processes_with(str(fake))) == 3, printed
+        assert len(rank_processes(str(fake))) == 3, printed
         launcher.send_signal(sig)
         launcher.wait(timeout=20)
         stderr = launcher.stderr.read()
@@ -318,3 +353,63 @@ def test_per_device_pytorch_waits_end_within_the_join_timeout(
     # 15 s and the ranks' start (torch's import, a few seconds on a loaded machine).
     assert took < 15 + 25, took
     assert_all_gone(str(project))
+
+
+# Rank 1's one line, on a disk that takes no more (its log: /dev/full).
+DISK_FULL_RANK = """
+if os.environ['RANK_ID'] == '1':
+    print('error: no space left for lenet_epoch1.pt', file=sys.stderr)
+    sys.exit(2)
+time.sleep(60)
+"""
+
+
+def test_per_rank_a_rank_whose_log_cannot_be_written_is_named_with_its_reason(
+    ascend_project: Path, tmp_path: Path
+) -> None:
+    fake = fake_python(tmp_path / "disk_full.py", DISK_FULL_RANK)
+    log = ascend_project / "output" / "logs" / "rank_1" / "train.log"
+    log.parent.mkdir(parents=True)
+    log.symlink_to("/dev/full")
+    result = run(
+        ascend_project / "scripts" / "run_8p.sh", "--nproc", "2", environ=env(PYTHON=str(fake))
+    )
+    assert result.returncode == 1
+    assert (
+        "error: rank 1 exited with status 2: no space left for lenet_epoch1.pt (a configuration "
+        f"error: not restarted); the other ranks were stopped; its log: {log}" in result.stderr
+    ), result.stderr
+    assert_all_gone(str(fake))
+
+
+# A rank's traceback as the launchers quote it, under each awk a node may have.
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 9, in <module>\n'
+    "    main()\n"
+    "torch.OutOfMemoryError: CUDA out of memory\n"
+)
+
+
+@pytest.mark.parametrize("awk", ["mawk", "gawk", "busybox"])
+def test_first_error_reads_a_traceback_under_each_awk(
+    render_project: RenderProject, tmp_path: Path, awk: str
+) -> None:
+    project = render_project(target="cuda")
+    found = shutil.which(awk)
+    assert found, f"{awk} is not installed"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "awk"
+    wrapper.write_text(f'#!/bin/sh\nexec {found} {"awk " if awk == "busybox" else ""}"$@"\n')
+    wrapper.chmod(0o755)
+    (tmp_path / "rank.log").write_text("starting\n" + TRACEBACK + "Errors ignored\n")
+    result = subprocess.run(
+        ["bash", "-c", '. scripts/launch_lib.sh; first_error "$1"', "bash", tmp_path / "rank.log"],
+        cwd=project,
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ": torch.OutOfMemoryError: CUDA out of memory"

@@ -5,14 +5,18 @@ reported as such, with its log."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import RenderProject
-from tests.template.launchers import SMOKE, assert_all_gone, env, free_port, run
+from tests.template.launchers import SMOKE, assert_all_gone, env, free_port, rank_pid, run
 
 # torchrun's report when rank 1 aborts at exit and rank 0 is stopped after it: the Failures
 # section comes first and names rank 0.
@@ -200,3 +204,105 @@ def test_no_process_group_thread_is_left_at_exit(
     left = [line for log in logs for line in log.read_text().splitlines() if "at exit" in line]
     assert len(left) == 2, left
     assert not [line for line in left if "gloo" in line], left
+
+
+# One epoch of 80 steps a rank (1294 samples, 2 ranks, batch 8), a checkpoint every 10 steps:
+# rank 1 is killed once the first inside the epoch is saved.
+EPOCH = ("--device_target", "cpu", "--epoch_size", "1", "--batch_size", "8")
+STEPS = (*EPOCH, "--checkpoint_every", "10", "--no_tensorboard")
+# MindSpore's custom loop: Model.train resumes at an epoch's start only.
+PROJECTS = {
+    "torchrun": {"framework": "pytorch"},
+    "msrun": {"framework": "mindspore", "ms_train_loop": "custom"},
+}
+
+
+def _launch(project: Path, output: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(project / "scripts" / "run_8p.sh"), "--output", str(output), *args],
+        env=env(PYTHON=sys.executable, MASTER_PORT=free_port()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _kill_rank_1(project: Path, launch: subprocess.Popen[str], attempt: int, saved: Path) -> None:
+    """SIGKILL rank 1 of ``attempt`` once ``saved`` exists and names a step checkpoint."""
+    deadline = time.monotonic() + 240
+    while launch.poll() is None and time.monotonic() < deadline:
+        pid = rank_pid(project, 1, attempt)
+        named = saved.read_text() if saved.is_file() else ""
+        if pid is not None and (saved.name != "latest.json" or "_step" in named):
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"rank 1 of attempt {attempt} never came to be killed: {launch.poll()}")
+
+
+def _digests(text: str) -> set[str]:
+    """The parameters each rank reported when it finished."""
+    return set(re.findall(r"finished, parameters (\w+)", text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", PROJECTS)
+def test_a_killed_rank_restarts_the_group_which_ends_as_an_unbroken_run(
+    render_project: RenderProject, tmp_path: Path, launcher: str
+) -> None:
+    project = render_project(**PROJECTS[launcher], target="cuda", devices_per_node=2)
+    unbroken = subprocess.run(
+        [str(project / "scripts" / "run_8p.sh"), "--output", str(tmp_path / "unbroken")]
+        + ["--", *STEPS],
+        env=env(PYTHON=sys.executable, MASTER_PORT=free_port()),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert unbroken.returncode == 0, unbroken.stdout[-3000:] + unbroken.stderr[-3000:]
+    expected = _digests(unbroken.stdout)
+    assert len(expected) == 1, unbroken.stdout[-3000:]
+    output = tmp_path / "out"
+    launch = _launch(project, output, "--", *STEPS)
+    _kill_rank_1(project, launch, 0, output / "latest.json")
+    stdout, stderr = launch.communicate(timeout=300)
+    assert launch.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    restarts = [line for line in stderr.splitlines() if "starts the ranks" in line]
+    assert restarts == [
+        f"run_{launcher}.sh: rank 1 was killed by SIGKILL; attempt 2 of 3 starts the ranks of "
+        "node 0 again, resuming from the newest checkpoint"
+    ], stderr[-3000:]
+    assert _digests(stdout) == expected, stdout[-3000:]
+    assert_all_gone(str(output))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", PROJECTS)
+def test_a_rank_killed_with_no_restart_left_is_one_line_naming_the_newest_attempt_log(
+    render_project: RenderProject, tmp_path: Path, launcher: str
+) -> None:
+    project = render_project(**PROJECTS[launcher], target="cuda", devices_per_node=2)
+    output = tmp_path / "out"
+    launch = _launch(project, output, "--max-restarts", "1", "--", *EPOCH)
+    started = output / "hparams.json"  # rank 0 has begun: the run is under way
+    logs = output / "logs"
+    _kill_rank_1(project, launch, 0, started)
+    # torchrun makes a directory of its own each time it runs: the first attempt's.
+    first = set(logs.glob("*/attempt_0"))
+    _kill_rank_1(project, launch, 1, started)
+    stdout, stderr = launch.communicate(timeout=300)
+    assert launch.returncode == 1, stdout[-3000:] + stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, stderr[-3000:]
+    if launcher == "torchrun":
+        (log,) = (p / "1" / "stderr.log" for p in set(logs.glob("*/attempt_0")) - first)
+        stopped, kept = "torchrun stopped the other ranks of node 0", "attempt_0/torchrun.log"
+    else:
+        log, kept = logs / "worker_1.log", "attempt_0/worker_1.log"
+        stopped = "the other workers of node 0 were stopped"
+    assert errors[0] == (
+        "error: rank 1 was killed by SIGKILL; no restart left (attempt 2 of 2); "
+        f"{stopped}; its log: {log}"
+    )
+    assert log.is_file() and (logs / kept).is_file(), "the first attempt's logs are kept"
+    assert_all_gone(str(output))

@@ -43,11 +43,13 @@ aborted_after_training() {
 
 # first_error LOG: ": <its first error line>" of a rank's log, for the launcher's own
 # message: train.py's one "error:" line, else the last line of a traceback; nothing when the
-# log holds neither.
+# log holds neither. The pattern is POSIX (no \b): mawk, gawk and busybox awk read it alike.
 first_error() {
     local line
+    # Only a file's: a device (a log linked to /dev/full) may never end.
+    [[ -f $1 ]] || return 0
     line=$(grep -m1 '^error: ' "$1" 2>/dev/null) ||
-        line=$(awk '/^Traceback/ { tb = 1 } tb && /^[A-Za-z_.]+(Error|Exception|Interrupt)\b/ { print; exit }' "$1" 2>/dev/null) ||
+        line=$(awk '/^Traceback/ { tb = 1 } tb && /^[A-Za-z_.]+(Error|Exception|Interrupt)([^A-Za-z0-9_]|$)/ { print; exit }' "$1" 2>/dev/null) ||
         true
     if [[ -n $line ]]; then printf ': %s' "${line#error: }"; fi
 }

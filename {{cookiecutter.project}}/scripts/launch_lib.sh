@@ -1,12 +1,14 @@
 # shellcheck shell=bash
-# Sourced by the launch scripts, never run: options, paths, the network interface of a
-# multi-node job, and the watch over what a launcher starts.
+# Sourced by the launch scripts, never run: options, paths and the network interface of a
+# multi-node job (restarts.sh: the watch over what a launcher starts, and its restarts).
 # The options' variables (nproc, master_port ...) belong to the sourcing launcher:
 # shellcheck disable=SC2034,SC2154
 
 launcher_name=${0##*/}
 # shellcheck source-path=SCRIPTDIR source=failures.sh
 . "${BASH_SOURCE[0]%/*}/failures.sh"
+# shellcheck source-path=SCRIPTDIR source=restarts.sh
+. "${BASH_SOURCE[0]%/*}/restarts.sh"
 # The defaults chosen when the project was generated.
 default_devices={{ cookiecutter.devices_per_node | shell_quote }} default_nodes={{ cookiecutter.nnodes | shell_quote }}
 # train.py's lines name the option a person gave: the launchers' --output, not --train_url.
@@ -18,12 +20,12 @@ job_defaults() {
     python=${PYTHON:-python3}
     nproc=${NPROC_PER_NODE:-$default_devices} nnodes=${NNODES:-$default_nodes}
     node_rank=${NODE_RANK:-0} master_addr=${MASTER_ADDR:-127.0.0.1} master_port=${MASTER_PORT:-$1}
-    join_timeout=${JOIN_TIMEOUT:-600} dry_run=false train_args=()
+    join_timeout=${JOIN_TIMEOUT:-600} max_restarts=${TRAIN_MAX_RESTARTS:-2} dry_run=false train_args=()
     data=${DATA_DIR:-} output=${OUTPUT_DIR:-} log_dir=${LOG_DIR:-}
 }
 
 # The value options of job_defaults' variables, which every multi-process launcher takes.
-job_options="--nproc --nnodes --node-rank --master-addr --master-port --join-timeout --data --output --log-dir"
+job_options="--nproc --nnodes --node-rank --master-addr --master-port --join-timeout --max-restarts --data --output --log-dir"
 
 # parse_job PORT [OPTION...] -- ARGS...: job_defaults, then ARGS parsed for the shared options,
 # the launcher's own value OPTIONs and --dry-run, and checked.
@@ -54,7 +56,7 @@ die_usage() { printf 'error: %s\n\n' "$1" >&2; usage >&2; exit 2; }
 # die MESSAGE [LOG]: a good command line that cannot run here, or a failed job; LOG's end; exit 1.
 die() {
     printf 'error: %s\n' "$1" >&2
-    if [[ -s ${2:-} ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
+    if [[ -f ${2:-} && -s $2 ]]; then tail -n 5 "$2" | sed 's/^/    /' >&2; fi
     exit 1
 }
 
@@ -110,6 +112,7 @@ check_job_options() {
     is_index "$node_rank" || die_usage "--node-rank must be a whole number from 0, not '$node_rank'"
     [[ $node_rank -lt $nnodes ]] || die_usage "--node-rank $node_rank is not below --nnodes $nnodes"
     is_count "$join_timeout" || die_usage "--join-timeout must be whole seconds, not '$join_timeout'"
+    is_index "$max_restarts" || die_usage "--max-restarts must be a whole number from 0, not '$max_restarts'"
     if ! is_count "$master_port" || [[ $master_port -lt 1024 || $master_port -gt 65535 ]]; then
         die_usage "--master-port must be a TCP port from 1024 to 65535, not '$master_port'"
     fi
@@ -126,55 +129,4 @@ choose_interface() {
     : "${GLOO_SOCKET_IFNAME:=$net_iface}" "${NCCL_SOCKET_IFNAME:=$net_iface}"
     : "${HCCL_SOCKET_IFNAME:=$net_iface}" "${HCCL_IF_IP:=$net_addr}"
     export GLOO_SOCKET_IFNAME NCCL_SOCKET_IFNAME HCCL_SOCKET_IFNAME HCCL_IF_IP
-}
-
-# watch_job LOG COMMAND...: run COMMAND in its own session, its output kept in LOG and
-# its stdout (the ranks' progress) shown too; its stderr (a launcher's tracebacks) stays
-# in LOG. Until joined (a function of the launcher) says the job came together, the node
-# waits at most --join-timeout; a signal, or that timeout, stops the whole session. Sets
-# job_status to COMMAND's exit status (124 when the node gave up waiting).
-watch_job() {
-    local log=$1 waited=0 stopping='' children=() targets=()
-    shift
-    : >"$log"
-    # Both streams append to LOG (O_APPEND: their lines never overwrite each other).
-    # shellcheck disable=SC2094
-    setsid "$@" </dev/null > >(tee -a "$log") 2>>"$log" &
-    job_pid=$!
-    trap 'stopping=130' INT; trap 'stopping=143' TERM; trap 'stopping=129' HUP
-    while kill -0 "$job_pid" 2>/dev/null; do
-        if [[ -z $stopping && $waited -ge $((join_timeout * 5)) ]] && ! joined; then stopping=124; fi
-        if [[ -n $stopping ]]; then break; fi
-        # A Ctrl-C kills the sleep too: under set -e that would end the node, the job left running.
-        sleep 0.2 || true
-        waited=$((waited + 1))
-    done
-    if [[ -n $stopping ]]; then
-        # msrun starts each worker in a session of its own: its group first (msrun SIGKILLs
-        # the other workers when one exits), then the children's.
-        read -ra children 2>/dev/null <"/proc/$job_pid/task/$job_pid/children" || true
-        targets=("-$job_pid" ${children[@]+"${children[@]/#/-}"})
-        kill -TERM -- "${targets[@]}" 2>/dev/null || true
-        for ((waited = 0; waited < 50; waited++)); do
-            kill -0 -- "${targets[@]}" 2>/dev/null || break
-            sleep 0.2 || true
-        done
-        kill -KILL -- "${targets[@]}" 2>/dev/null || true
-    fi
-    job_status=0
-    wait "$job_pid" || job_status=$?
-    trap - INT TERM HUP
-    if [[ -n $stopping ]]; then job_status=$stopping; fi
-}
-
-# job_failed MESSAGE [LOG]: a watched job's failure (the join timeout, a signal: their own).
-job_failed() {
-    if [[ $job_status -eq 124 ]]; then
-        die "node $node_rank: the job did not come together at $master_addr:$master_port within --join-timeout $join_timeout s (is node 0 up, and is $master_addr reachable from here?); nothing was left running"
-    fi
-    if [[ $job_status -gt 128 ]]; then
-        printf '%s: stopped by a signal; every process of this node was stopped\n' "$launcher_name" >&2
-        exit "$job_status"
-    fi
-    die "$@"
 }

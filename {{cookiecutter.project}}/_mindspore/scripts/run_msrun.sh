@@ -18,9 +18,12 @@ options:
   --master-addr HOST   the node that runs the scheduler (default: \$MASTER_ADDR, else 127.0.0.1)
   --master-port PORT   free TCP port there, 1024-65535 (default: \$MASTER_PORT, else 8118)
   --join-timeout S     how long a node waits for the others (default: \$JOIN_TIMEOUT, else 600)
+  --max-restarts N     times this node's workers start again after one failed, each resuming
+                       from the newest checkpoint (default: \$TRAIN_MAX_RESTARTS, else 2)
   --data DIR           dataset directory (default: \$DATA_DIR, else train.py's data_url)
   --output DIR         checkpoints (default: \$OUTPUT_DIR, else train.py's train_url)
-  --log-dir DIR        scheduler.log and worker_N.log (default: \$LOG_DIR, else OUTPUT/logs)
+  --log-dir DIR        scheduler.log and worker_N.log, an earlier attempt's in attempt_N/
+                       (default: \$LOG_DIR, else OUTPUT/logs)
   --dry-run            print what each worker gets and the command, run nothing
   -h, --help           show this help
 
@@ -45,7 +48,7 @@ if [[ $((first_rank + nproc)) -gt $worker_num ]]; then
     die_usage "--node-rank $node_rank with --nproc $nproc needs ranks up to $((first_rank + nproc - 1)), but the job has $worker_num workers"
 fi
 absolute_paths
-shim_dir=$log_dir/.msrun_python
+shim_dir=$log_dir/.rank_python
 # msrun as a file: its console script next to the interpreter, else the first on PATH;
 # run with "$python", so that this interpreter's MindSpore is the one imported.
 msrun=$("$python" -c 'import os, sysconfig; p = os.path.join(sysconfig.get_path("scripts"), "msrun")
@@ -79,24 +82,26 @@ cd "$project_root"
 . ./env.sh
 preflight
 if [[ $nnodes -gt 1 ]]; then choose_interface; fi
-mkdir -p "$output" "$shim_dir"
-# msrun starts every process as `python train.py` from PATH: ours must come first.
-printf '#!/bin/sh\nexec %q "$@"\n' "$(command -v "$python")" >"$shim_dir/python"
-chmod +x "$shim_dir/python"
+mkdir -p "$output"
+# msrun starts every process as `python train.py` from PATH: ours (scripts/rank.sh) first.
+rank_records
+rank_python "$shim_dir" "$python"
 export PATH=$shim_dir:$PATH
 
 # MindSpore's workers say so once the cluster of every node's workers is built.
 joined() { grep -qs "Cluster is successfully initialized" "$log_dir"/worker_*.log; }
+# A worker that failed stops this node's at once (msrun would wait for its scheduler's
+# timeout), as does one msrun saw fail before scripts/rank.sh ran it.
+watching() { [[ -z $(first_failure "$attempt") ]] && ! grep -qs "^\[ERROR\].* exit with exception" "$log_dir/msrun.log"; }
 
-watch_job "$log_dir/msrun.log" "${cmd[@]}"
-if [[ $job_status -eq 0 ]]; then
-    printf '%s: all %s workers of node %s finished; logs in %s\n' "$launcher_name" "$nproc" "$node_rank" "$log_dir"
-    exit 0
-fi
-# The worker that failed first: the earliest log holding an error line.
-failed=$(grep -l -E '^error: |Traceback' "$log_dir"/worker_*.log 2>/dev/null | head -n 1 || true)
-# No worker said why, and the cluster never formed: msrun gave up waiting for the others.
-[[ -n $failed ]] || joined || job_status=124
-if [[ -z $failed ]]; then job_failed "msrun exited with status $job_status; see $log_dir/msrun.log" "$log_dir/msrun.log"; fi
-rank=${failed##*worker_}
-job_failed "rank ${rank%.log} failed$(first_error "$failed"); msrun stopped the other workers of node $node_rank; its log: $failed" "$failed"
+while true; do
+    run_attempt workers "$log_dir/msrun.log" "${cmd[@]}"
+    read -r rank _ status <<<"$(first_failure "$attempt")" || true
+    # No worker failed, and the cluster never formed: msrun gave up waiting for the others.
+    [[ -n ${rank:-} ]] || joined || job_status=124
+    if [[ -z ${rank:-} || $job_status -gt 128 ]]; then
+        job_failed "msrun exited with status $job_status; see $log_dir/msrun.log" "$log_dir/msrun.log"
+    fi
+    next_attempt "$rank" "$status" "$log_dir/worker_$rank.log" "" "the other workers of node $node_rank were stopped" \
+        "$log_dir"/worker_*.log "$log_dir/scheduler.log" "$log_dir/msrun.log"
+done

@@ -17,6 +17,8 @@ options:
   --master-addr HOST   address of node 0 (default: \$MASTER_ADDR, else 127.0.0.1)
   --master-port PORT   free TCP port on node 0 (default: \$MASTER_PORT, else 29500)
   --join-timeout S     how long a node waits for the others (default: \$JOIN_TIMEOUT, else 600)
+  --max-restarts N     times this node's ranks start again after one failed, each resuming
+                       from the newest checkpoint (default: \$TRAIN_MAX_RESTARTS, else 2)
   --data DIR           dataset directory (default: \$DATA_DIR, else train.py's data_url)
   --output DIR         checkpoints (default: \$OUTPUT_DIR, else train.py's train_url)
   --log-dir DIR        per-rank logs (default: \$LOG_DIR, else OUTPUT/logs)
@@ -26,7 +28,9 @@ options:
 environment: PYTHON, the interpreter (default: python3).
 With several nodes the interface that routes to --master-addr carries the job
 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, unless set). When a rank fails,
-torchrun stops the others and this script names the rank and its log.
+torchrun stops the others and this script starts them again (not after a
+configuration error, exit status 2); when no restart is left, it names the rank,
+how it ended, and its log.
 USAGE
 }
 
@@ -67,25 +71,35 @@ if [[ $nnodes -gt 1 ]]; then
         "$master_addr" "$master_port" "$net_iface" "$net_addr"
 fi
 mkdir -p "$output" "$log_dir"
+# Each rank through scripts/rank.sh (torchrun runs PYTHON_EXEC, else its own interpreter).
+rank_records
+rank_python "$log_dir/.rank_python" "${PYTHON_EXEC:-$python}"
+export PYTHON_EXEC=$log_dir/.rank_python/python
 
 # torchrun starts the ranks only once every node has joined: their log files say so.
 joined() { compgen -G "$log_dir/*/attempt_*/*/stdout.log" >/dev/null; }
+# attempt_log LOCAL_RANK: that rank's stderr in torchrun's directory of this attempt
+# (LOG_DIR/RUNID_random/attempt_0/LOCAL_RANK/), made after the stand-in was touched.
+attempt_log() {
+    local dir
+    dir=$(find "$log_dir" -mindepth 1 -maxdepth 1 -type d ! -name '.*' -newer "$PYTHON_EXEC" | head -n 1)
+    printf '%s/attempt_0/%s/stderr.log' "${dir:-$log_dir/?}" "$1"
+}
 
-watch_job "$log_dir/torchrun.log" "${cmd[@]}"
-if [[ $job_status -eq 0 ]]; then
-    printf '%s: all %s ranks of node %s finished; logs in %s\n' "$launcher_name" "$nproc" "$node_rank" "$log_dir"
-    exit 0
-fi
-read -r rank local_rank exitcode <<<"$(root_cause "$log_dir/torchrun.log")" || true
-# No rank ran, and none failed: torchrun gave up waiting for the other nodes.
-[[ -n ${rank:-} ]] || joined || job_status=124
-if [[ -z ${rank:-} ]]; then
-    job_failed "torchrun exited with status $job_status; see $log_dir/torchrun.log"
-fi
-rank_log=$(compgen -G "$log_dir/*/attempt_*/$local_rank/stderr.log" | tail -n 1)
-# Rank 0's log, when it ran here: whether the outputs were complete.
-first_log=$(if [[ $node_rank -eq 0 ]]; then compgen -G "$log_dir/*/attempt_*/0/stderr.log" | tail -n 1; fi)
-if [[ $exitcode == -6 ]] && reason=$(aborted_after_training "$rank" "$rank_log" "$first_log"); then
-    job_failed "$reason" "$rank_log"
-fi
-job_failed "rank $rank failed$(first_error "$rank_log"); torchrun stopped the other ranks of node $node_rank; its log: $rank_log" "$rank_log"
+# Each attempt a torchrun of its own: torchrun's restarts (static rendezvous) keep the first
+# attempt's store, where the ranks would find their peers' old addresses.
+while true; do
+    touch "$PYTHON_EXEC"
+    run_attempt ranks "$log_dir/torchrun.log" "${cmd[@]}"
+    # The rank that failed first, as scripts/rank.sh recorded it; else torchrun's report.
+    read -r rank local_rank status <<<"$(first_failure "$attempt")" || true
+    if [[ -z ${rank:-} || $job_status -gt 128 ]]; then
+        read -r rank local_rank status <<<"$(root_cause "$log_dir/torchrun.log")" || true
+        # No rank ran, and none failed: torchrun gave up waiting for the other nodes.
+        [[ -n ${rank:-} ]] || joined || job_status=124
+        job_failed "torchrun exited with status $job_status; see $log_dir/torchrun.log" "$log_dir/torchrun.log"
+    fi
+    # Rank 0's log, when it ran here: whether the outputs were complete.
+    next_attempt "$rank" "$status" "$(attempt_log "$local_rank")" "$(if [[ $node_rank -eq 0 ]]; then attempt_log 0; fi)" \
+        "torchrun stopped the other ranks of node $node_rank" "$log_dir/torchrun.log"
+done

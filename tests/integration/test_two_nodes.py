@@ -113,7 +113,8 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
     wrong = hosts.addresses[0].rsplit(".", 1)[0] + ".9"  # in the subnet, but nobody's there
     port = free_port()
     common = ["--nnodes", "2", "--nproc", "1", "--join-timeout", str(JOIN_TIMEOUT)]
-    common += ["--master-port", port]
+    # No restart: each attempt would wait out the join timeout again.
+    common += ["--master-port", port, "--max-restarts", "0"]
     began = time.monotonic()
     procs = [
         # Node 0 waits for a node 1 that never comes; node 1 dials a master that is not there.

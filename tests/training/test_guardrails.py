@@ -530,4 +530,6 @@ def test_the_launchers_check_the_python_the_cores_and_say_a_ranks_error(
     assert failed.returncode != 0
     # The launcher's own line (its log's last lines follow it, indented).
     said = next(line for line in failed.stderr.splitlines() if line.startswith("error: rank"))
-    assert re.match(r"error: rank \d failed: unknown model 'nope'; src/model\.py has lenet", said)
+    assert re.match(
+        r"error: rank \d exited with status 2: unknown model 'nope'; src/model\.py has lenet", said
+    )

@@ -139,6 +139,8 @@ cd "$project_root"
 export HCCL_CONNECT_TIMEOUT
 # shellcheck source=/dev/null  # env.sh is linted on its own
 . ./env.sh
+# The table's other nodes: the preflight takes no lock on an output the job's nodes share.
+if [[ $rank_size -gt $nproc ]]; then nnodes=$(((rank_size + nproc - 1) / nproc)); fi
 preflight
 if [[ $rank_size -gt $nproc ]]; then choose_interface; fi
 run_ranks

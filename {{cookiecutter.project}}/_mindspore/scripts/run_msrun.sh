@@ -96,6 +96,8 @@ watching() { [[ -z $(first_failure "$attempt") ]] && ! grep -qs "^\[ERROR\].* ex
 
 while true; do
     run_attempt workers "$log_dir/msrun.log" "${cmd[@]}"
+    # The node's own stop (its join timeout): the workers it stopped are not the failure.
+    if [[ $job_status -eq 124 ]]; then job_failed "msrun did not join"; fi
     read -r rank _ status <<<"$(first_failure "$attempt")" || true
     # No worker failed, and the cluster never formed: msrun gave up waiting for the others.
     [[ -n ${rank:-} ]] || joined || job_status=124

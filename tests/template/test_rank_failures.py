@@ -206,10 +206,10 @@ def test_no_process_group_thread_is_left_at_exit(
     assert not [line for line in left if "gloo" in line], left
 
 
-# One epoch of 80 steps a rank (1294 samples, 2 ranks, batch 8), a checkpoint every 10 steps:
+# One epoch of 21 steps a rank (1294 samples, 2 ranks, batch 32), a checkpoint every 5 steps:
 # rank 1 is killed once the first inside the epoch is saved.
-EPOCH = ("--device_target", "cpu", "--epoch_size", "1", "--batch_size", "8")
-STEPS = (*EPOCH, "--checkpoint_every", "10", "--no_tensorboard")
+EPOCH = ("--device_target", "cpu", "--epoch_size", "1", "--batch_size", "32")
+STEPS = (*EPOCH, "--checkpoint_every", "5", "--no_tensorboard")
 # MindSpore's custom loop: Model.train resumes at an epoch's start only.
 PROJECTS = {
     "torchrun": {"framework": "pytorch"},

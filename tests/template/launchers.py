@@ -143,7 +143,12 @@ def rank_pid(project: Path, rank: int, attempt: int) -> int | None:
     ``project``, under any launcher (torchrun's RANK, msrun's and the per-rank RANK_ID)."""
     for pid in rank_processes("train.py"):
         try:
-            if Path(f"/proc/{pid}/cwd").resolve() != project.resolve():
+            # The project's train.py, wherever the rank runs (the per-rank launcher's ranks
+            # run in their log directories).
+            cwd = Path(f"/proc/{pid}/cwd").resolve()
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+            scripts = {(cwd / word).resolve() for word in words if word.endswith("train.py")}
+            if (project / "train.py").resolve() not in scripts:
                 continue
             # The interpreter itself, not a shell on its way to it.
             if not Path(f"/proc/{pid}/exe").resolve().name.startswith("python"):

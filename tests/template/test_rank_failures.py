@@ -206,14 +206,27 @@ def test_no_process_group_thread_is_left_at_exit(
     assert not [line for line in left if "gloo" in line], left
 
 
-# One epoch of 21 steps a rank (1294 samples, 2 ranks, batch 32), a checkpoint every 5 steps:
-# rank 1 is killed once the first inside the epoch is saved.
-EPOCH = ("--device_target", "cpu", "--epoch_size", "1", "--batch_size", "32")
-STEPS = (*EPOCH, "--checkpoint_every", "5", "--no_tensorboard")
-# MindSpore's custom loop: Model.train resumes at an epoch's start only.
+# Rank 1 is killed once the first step checkpoint is saved, the run well before its end:
+# MindSpore's, one epoch of 20 steps a rank (1294 samples, 2 ranks, batch 32), a checkpoint
+# every 5 (some 0.1 s a step here); PyTorch's, 3 epochs of 80 (batch 8), every 10 (its
+# per-rank epoch of 20 steps takes 0.2 s).
+WORK = {
+    "pytorch": ("--epoch_size", "3", "--batch_size", "8", "--checkpoint_every", "10"),
+    "mindspore": ("--epoch_size", "1", "--batch_size", "32", "--checkpoint_every", "5"),
+}
+
+
+def _steps(launcher: str) -> tuple[str, ...]:
+    return ("--device_target", "cpu", *WORK[PROJECTS[launcher]["framework"]], "--no_tensorboard")
+
+
+# Each launcher: torchrun, msrun, and the per-rank launcher (a rank table: PyTorch's Ascend
+# project, whose ranks meet over gloo on a CPU). MindSpore's custom loop: Model.train resumes
+# at an epoch's start only.
 PROJECTS = {
-    "torchrun": {"framework": "pytorch"},
-    "msrun": {"framework": "mindspore", "ms_train_loop": "custom"},
+    "torchrun": {"framework": "pytorch", "target": "cuda"},
+    "msrun": {"framework": "mindspore", "target": "cuda", "ms_train_loop": "custom"},
+    "ranktable": {"framework": "pytorch", "target": "ascend"},
 }
 
 
@@ -250,10 +263,10 @@ def _digests(text: str) -> set[str]:
 def test_a_killed_rank_restarts_the_group_which_ends_as_an_unbroken_run(
     render_project: RenderProject, tmp_path: Path, launcher: str
 ) -> None:
-    project = render_project(**PROJECTS[launcher], target="cuda", devices_per_node=2)
+    project = render_project(**PROJECTS[launcher], devices_per_node=2)
     unbroken = subprocess.run(
         [str(project / "scripts" / "run_8p.sh"), "--output", str(tmp_path / "unbroken")]
-        + ["--", *STEPS],
+        + ["--", *_steps(launcher)],
         env=env(PYTHON=sys.executable, MASTER_PORT=free_port()),
         capture_output=True,
         text=True,
@@ -263,7 +276,7 @@ def test_a_killed_rank_restarts_the_group_which_ends_as_an_unbroken_run(
     expected = _digests(unbroken.stdout)
     assert len(expected) == 1, unbroken.stdout[-3000:]
     output = tmp_path / "out"
-    launch = _launch(project, output, "--", *STEPS)
+    launch = _launch(project, output, "--", *_steps(launcher))
     _kill_rank_1(project, launch, 0, output / "latest.json")
     stdout, stderr = launch.communicate(timeout=300)
     assert launch.returncode == 0, stdout[-3000:] + stderr[-3000:]
@@ -281,9 +294,9 @@ def test_a_killed_rank_restarts_the_group_which_ends_as_an_unbroken_run(
 def test_a_rank_killed_with_no_restart_left_is_one_line_naming_the_newest_attempt_log(
     render_project: RenderProject, tmp_path: Path, launcher: str
 ) -> None:
-    project = render_project(**PROJECTS[launcher], target="cuda", devices_per_node=2)
+    project = render_project(**PROJECTS[launcher], devices_per_node=2)
     output = tmp_path / "out"
-    launch = _launch(project, output, "--max-restarts", "1", "--", *EPOCH)
+    launch = _launch(project, output, "--max-restarts", "1", "--", *_steps(launcher))
     started = output / "hparams.json"  # rank 0 has begun: the run is under way
     logs = output / "logs"
     _kill_rank_1(project, launch, 0, started)
@@ -297,9 +310,12 @@ def test_a_rank_killed_with_no_restart_left_is_one_line_naming_the_newest_attemp
     if launcher == "torchrun":
         (log,) = (p / "1" / "stderr.log" for p in set(logs.glob("*/attempt_0")) - first)
         stopped, kept = "torchrun stopped the other ranks of node 0", "attempt_0/torchrun.log"
-    else:
+    elif launcher == "msrun":
         log, kept = logs / "worker_1.log", "attempt_0/worker_1.log"
         stopped = "the other workers of node 0 were stopped"
+    else:
+        log, kept = logs / "rank_1" / "train.log", "attempt_0/rank_1/train.log"
+        stopped = "the other ranks were stopped"
     assert errors[0] == (
         "error: rank 1 was killed by SIGKILL; no restart left (attempt 2 of 2); "
         f"{stopped}; its log: {log}"

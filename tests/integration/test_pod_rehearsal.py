@@ -205,11 +205,13 @@ def kill_pods(procs: list[subprocess.Popen[str]], output: Path, step: int) -> No
 
 
 # A node fault: every pod SIGKILLed once the output claim holds a step checkpoint. The same
-# pods' same command, restarted by the operator, continues the run. One epoch of 21 steps
-# (1294 samples, 2 ranks of 32), a checkpoint every 5: a kill at step 5 or a few after
-# leaves some 15 steps, seconds of them over the namespaces' link. MindSpore's custom loop:
-# its checkpoints inside an epoch resume (Model.train's do not).
+# pods' same command, restarted by the operator, continues the run. One epoch of 20 steps
+# (1294 samples, 2 ranks of 32), a checkpoint every 5: the kill at step 5 or a few after,
+# some 15 steps before the end (over the namespaces' link, 0.1 s or more a step, polled
+# every 10 ms). MindSpore's custom loop: its checkpoints inside an epoch resume
+# (Model.train's do not).
 STEPS = ["--epoch_size", "1", "--checkpoint_every", "5"]
+WORK = {"pytorch": STEPS, "mindspore": [*STEPS, "--device_target", "cpu"]}
 # What two pods of one device each reach unbroken, by framework (two nodes sum their gradients
 # in another order than one node of two devices): made once, by the first kind that needs it.
 UNBROKEN: dict[str, set[str]] = {}
@@ -233,8 +235,8 @@ def _digests(results: list[tuple[int, str, str]], claim: Path) -> tuple[str, dic
 def _pods(hosts: Hosts, project: Path, place: Path, docs: list[dict], framework: str) -> tuple:
     """The pods' command, from its start or its restart, to its end: what was printed, and
     each rank's world size and weights."""
-    args = [*STEPS, *(["--device_target", "cpu"] if framework == "mindspore" else [])]
-    return _digests(finish(start_pods(hosts, project, place, docs, *args), 300), place / "claim")
+    procs = start_pods(hosts, project, place, docs, *WORK[framework])
+    return _digests(finish(procs, 300), place / "claim")
 
 
 @pytest.mark.slow
@@ -250,8 +252,7 @@ def test_pods_train_together_and_killed_restart_to_the_weights_of_unbroken_pods(
     )
     project = render(options, tmp_path)
     docs = manifest(project, kind, "--output-pvc", "claim")
-    args = [*STEPS, *(["--device_target", "cpu"] if framework == "mindspore" else [])]
-    kill_pods(start_pods(hosts, project, tmp_path, docs, *args), tmp_path / "claim", 5)
+    kill_pods(start_pods(hosts, project, tmp_path, docs, *WORK[framework]), tmp_path / "claim", 5)
     printed, restarted = _pods(hosts, project, tmp_path, docs, framework)
     suffix = ".pt" if framework == "pytorch" else ".ckpt"
     assert (tmp_path / "claim" / f"lenet_epoch1{suffix}").is_file()

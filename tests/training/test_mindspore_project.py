@@ -85,10 +85,12 @@ def test_mixed_precision_reaches_95_percent(
     mindspore_projects: dict[str, Path], tmp_path: Path
 ) -> None:
     # float16 (O2) with a dynamic loss scale; the custom loop also skips overflowed steps.
-    # Twice the shipped lr for two thirds of its epochs (a constant schedule, seed 0, the same
-    # losses every run): the test accuracy is 0.964 (346 of 359) after epochs 7, 8 and 12
-    # alike, 4 samples above 0.95's 342; the shipped 12 epochs at lr 0.01 stay full_run's.
-    args = ("--amp", "true", "--lr", "0.02", "--epoch_size", "8")
+    # Twice the shipped lr for its 12 epochs (a constant schedule, seed 0: the same weights,
+    # to the bit, every run on one machine). float16 kernels round differently from one CPU to
+    # another: after epoch 12 the test accuracy was 0.964 (346 of 359) on an Intel machine and
+    # 0.969 (348) on an AMD EPYC, 4 and 6 samples above 0.95's 342; after epoch 8 it was 0.964
+    # and 0.947, so fewer epochs would hold on one machine only.
+    args = ("--amp", "true", "--lr", "0.02")
     output = train(mindspore_projects["custom"], tmp_path, *args)
     (test,) = [line for line in metrics(output) if line["type"] == "test"]
     assert test["accuracy"] >= 0.95, test

@@ -75,6 +75,12 @@ RANK_3_ABORTS = (
 RANK_3_ABORTS_0_STOPPED = RANK_3_ABORTS.replace(
     "exitcode  : 1 (pid: 100)", "exitcode  : -15 (pid: 100)"
 )
+# Two ranks on a full disk: rank 0 said so and exited 2; rank 1, its collective broken,
+# exited 1 in the same second and is torchrun's Root Cause.
+DISK_FULL = (
+    f"train.py FAILED\n{'-' * 54}\nFailures:\n{_failure(1, 0, 0, '2')}{'-' * 54}\n"
+    f"Root Cause (first observed failure):\n{_failure(0, 1, 1, '1')}{'=' * 54}\n"
+)
 # Every failure a stop: torchrun's Root Cause.
 ALL_STOPPED = EIGHT_RANKS.replace("exitcode  : 1 ", "exitcode  : -15 ")
 
@@ -86,6 +92,7 @@ ALL_STOPPED = EIGHT_RANKS.replace("exitcode  : 1 ", "exitcode  : -15 ")
         (EIGHT_RANKS, "6 2 1"),
         (RANK_3_ABORTS, "3 3 -6"),
         (RANK_3_ABORTS_0_STOPPED, "3 3 -6"),
+        (DISK_FULL, "0 0 2"),
         (ALL_STOPPED, "6 2 -15"),
         ("torchrun gave up: the rendezvous timed out\n", ""),
     ],
@@ -94,6 +101,7 @@ ALL_STOPPED = EIGHT_RANKS.replace("exitcode  : 1 ", "exitcode  : -15 ")
         "rank-6-of-8",
         "rank-3-aborts",
         "rank-3-aborts-0-stopped",
+        "rank-0-said-why",
         "all-stopped",
         "no-rank-ran",
     ],

@@ -1,7 +1,8 @@
 """A damaged run directory never blocks recovery, in both frameworks: a truncated, empty or
 altered newest checkpoint gives way to the newest intact one (one WARNING) and the run ends with
 the weights of an unbroken one; none intact, or a damaged --resume PATH, is one line; a full
-disk is one line, the earlier checkpoints intact, and the run resumes once there is space."""
+disk is one line, the earlier checkpoints intact, and the run resumes once there is space; under
+two ranks the launcher's line names the rank and its reason."""
 
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from generator.render.options import Options
+from generator.render.project import render
 from tests.training.runs import (
     assert_one_line_exit_2,
     assert_same_weights,
     checkpoint,
+    clean_env,
+    free_port,
     ok,
     run,
     weights,
@@ -28,6 +34,7 @@ from tests.training.runs import (
 FRAMEWORKS = ("pytorch", "mindspore")
 # Two epochs of two steps (--smoke): the fewest that leave a checkpoint to fall back to.
 ARGS = ("--device_target", "cpu", "--epoch_size", "2", "--smoke", "--no_tensorboard")
+LAUNCHED = {"capture_output": True, "text": True, "timeout": 300}
 
 
 def _flip(path: Path) -> None:
@@ -164,5 +171,59 @@ def test_a_full_disk_is_one_line_and_the_run_resumes_once_there_is_space(
         again = ok(run(projects[framework], *argv))
         assert f"resumed from {first} after epoch 1" in again
         assert parameters(again) == digest
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A project a framework whose run_8p.sh starts the ranks with torchrun or msrun."""
+    with pytest.MonkeyPatch.context() as patch:  # module-scoped: no isolated HOME yet
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        return {
+            framework: render(
+                Options(project="demo", framework=framework, target="cuda", platform="generic"),
+                tmp_path_factory.mktemp(framework),
+            )
+            for framework in FRAMEWORKS
+        }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_full_disk_under_two_ranks_names_rank_0_and_its_reason_and_the_rerun_resumes(
+    launched: dict[str, Path], tmp_path: Path, framework: str
+) -> None:
+    """Two ranks on a full disk, the ranks' logs on it too: the launcher's one line names
+    rank 0 and its reason, restarts nothing (the peer, its collective broken, exits 1 as well),
+    and the same command continues from the intact checkpoint once there is room."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    # Room for the record, the ranks' logs (about 70 KB) and one checkpoint, not two.
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=850k", "tmpfs", str(disk)], check=True)
+    try:
+        where = disk / "run"
+        script = str(launched[framework] / "scripts" / "run_8p.sh")
+        argv = [script, "--nproc", "2", "--master-port", str(free_port()), "--output", str(where)]
+        argv += ["--", *ARGS]
+        full = subprocess.run(argv, env=clean_env(PYTHON=sys.executable), **LAUNCHED)
+        assert full.returncode == 1, full.stdout[-3000:] + full.stderr[-3000:]
+        (line,) = [line for line in full.stderr.splitlines() if line.startswith("error: ")]
+        second = checkpoint(where, 2, framework)
+        assert line.startswith(
+            f"error: rank 0 exited with status 2: no space left on the device for {second}: "
+        ), line
+        assert "the earlier checkpoints and latest.json are intact" in line
+        assert "(a configuration error: not restarted)" in line
+        assert "starts the ranks" not in full.stderr, "no attempt restarted"
+        first = checkpoint(where, 1, framework)
+        sidecar = json.loads(first.with_name(first.name + ".sha256").read_text())
+        assert sidecar["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+        assert json.loads((where / "latest.json").read_text())["latest"] == first.name
+        subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)
+        again = subprocess.run(argv, env=clean_env(PYTHON=sys.executable), **LAUNCHED)
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        assert f"resumed from {first} after epoch 1" in again.stdout
+        assert second.is_file()
     finally:
         subprocess.run(["umount", str(disk)], check=True)

@@ -7,8 +7,10 @@
 # seconds (torch/distributed/elastic/multiprocessing/errors: min over the timestamps), so
 # ranks failing in the same second tie and it names the first it polled: maybe a rank that
 # only lost its peer, or one stopped after it. So, in order: a rank killed by a signal of its
-# own (SIGABRT, SIGSEGV; not SIGTERM, SIGKILL or SIGINT, which come from outside), the Root
-# Cause unless it was stopped (-15, -9, -2, 143, 137, 130), any other failure; else the Root Cause.
+# own (SIGABRT, SIGSEGV; not SIGTERM, SIGKILL or SIGINT, which come from outside), a rank that
+# exited 2 (train.py's own one-line error: a full disk, a bad option; its peers then exit 1 as
+# their collective breaks), the Root Cause unless it was stopped (-15, -9, -2, 143, 137, 130),
+# any other failure; else the Root Cause.
 root_cause() {
     awk 'function stopped(c) { return c ~ /^(-15|-9|-2|143|137|130)$/ }
         /Root Cause/ { root = 1 }
@@ -17,10 +19,11 @@ root_cause() {
         END {
             for (i = 1; i <= n; i++) {
                 if (code[i] ~ /^-/ && !stopped(code[i]) && (!own || cause[i])) own = i
+                if (code[i] == "2" && (!said || cause[i])) said = i
                 if (!stopped(code[i]) && (!other || cause[i])) other = i
                 if (cause[i] && !first) first = i
             }
-            pick = own ? own : other ? other : first ? first : n
+            pick = own ? own : said ? said : other ? other : first ? first : n
             if (pick) print rank[pick], local[pick], code[pick]
         }' "$1"
 }

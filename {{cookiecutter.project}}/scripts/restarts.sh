@@ -27,8 +27,16 @@ rank_python() {
     chmod +x "$1/python"
 }
 
-# first_failure ATTEMPT: "RANK LOCAL_RANK STATUS" of the rank of ATTEMPT that failed first.
-first_failure() { awk -v a="$1" '$1 == a && $4 != 0 { print $2, $3, $4; exit }' "$rank_dir/ends" 2>/dev/null || true; }
+# first_failure ATTEMPT: "RANK LOCAL_RANK STATUS" of the rank of ATTEMPT that failed first;
+# but when that one exited 1 and another exited 2, the other: train.py's one-line error (a
+# full disk) exits 2 after saying why, as its peers, their collective broken, exit 1 first.
+first_failure() {
+    awk -v a="$1" '$1 == a && $4 != 0 {
+            if (!first) { first = $2 " " $3 " " $4; status = $4 }
+            if ($4 == 2 && !said) said = $2 " " $3 " " $4
+        }
+        END { if (status == 1 && said) print said; else if (first) print first }' "$rank_dir/ends" 2>/dev/null || true
+}
 
 # ended STATUS: how a rank ended, in words: a signal by its name.
 ended() {

@@ -15,13 +15,23 @@ from pathlib import Path
 
 import pytest
 
+from generator.render.options import Options
+from generator.render.project import render
 from generator.shipped.ranktable import tables as ranktable
 from tests.conftest import RenderProject
 from tests.integration.netns import Hosts, finish
 from tests.template.launchers import assert_all_gone, env, fake_python, free_port
 from tests.training.runs import assert_same_weights
 
-TRAIN = ("--", "--device_target", "cpu", "--epoch_size", "2", "--batch_size", "32")
+
+# What every training run here trains, as ModelArts appends it (its input's local path as
+# --data_url): one epoch of 40 steps, so that the runs of two nodes, of one node, and of a
+# ModelArts job compare with one reference each framework.
+def train_args(project: Path) -> list[str]:
+    data = f"--data_url={project / 'data'}"
+    return ["--device_target=cpu", "--epoch_size=1", "--batch_size=32", data]
+
+
 JOIN_TIMEOUT = 20
 # One node x 2 processes gives each process half the CPUs' threads (src/scaffold/backend/core.py);
 # each process of 2 nodes x 1 gets as many. The same threads make a rank's kernels sum in
@@ -49,7 +59,8 @@ def _two_nodes(hosts: Hosts, project: Path, out: Path, hostnames: tuple, port: s
                 port,
                 "--output",
                 str(out / f"node{node}"),
-                *TRAIN,
+                "--",
+                *train_args(project),
             ],
             hostnames[node],
             PYTHON=sys.executable,
@@ -64,7 +75,8 @@ def _two_nodes(hosts: Hosts, project: Path, out: Path, hostnames: tuple, port: s
 def _one_node(project: Path, out: Path) -> Path:
     script = project / "scripts" / "run_8p.sh"
     result = subprocess.run(
-        [str(script), "--nproc", "2", "--master-port", free_port(), "--output", str(out), *TRAIN],
+        [str(script), "--nproc", "2", "--master-port", free_port(), "--output", str(out)]
+        + ["--", *train_args(project)],
         env=env(PYTHON=sys.executable, **SAME_THREADS),
         capture_output=True,
         text=True,
@@ -74,35 +86,42 @@ def _one_node(project: Path, out: Path) -> Path:
     return out
 
 
-@pytest.fixture(params=["pytorch", "mindspore"])
+@pytest.fixture(scope="module", params=["pytorch", "mindspore"])
 def framework(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def one_per_node(render_project: RenderProject, framework: str) -> Path:
-    """A project launched with torchrun or msrun, one process per node."""
-    return render_project(framework=framework, target="cuda", devices_per_node=1)
+@pytest.fixture(scope="module")
+def one_per_node(framework: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project launched with torchrun or msrun, one process per node, rendered once a
+    framework (each run writes into its own output)."""
+    with pytest.MonkeyPatch.context() as patch:  # module-scoped: no isolated HOME yet
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
+        options = Options(project="demo", framework=framework, target="cuda", devices_per_node=1)
+        return render(options, tmp_path_factory.mktemp(framework))
+
+
+@pytest.fixture(scope="module")
+def one_node(one_per_node: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference: one node x 2 processes, train_args's epoch."""
+    return _one_node(one_per_node, tmp_path_factory.mktemp("one") / "out")
 
 
 @pytest.mark.slow
 def test_two_nodes_end_with_the_weights_of_one_node(
-    one_per_node: Path, hosts: Hosts, tmp_path: Path, framework: str
+    one_per_node: Path, one_node: Path, hosts: Hosts, tmp_path: Path, framework: str
 ) -> None:
     project = one_per_node
-    suffix = ".pt" if framework == "pytorch" else ".ckpt"
+    name = "lenet_epoch1" + (".pt" if framework == "pytorch" else ".ckpt")
     # Each its own hostname; and both the machine's, which resolves to 127.0.0.1 here as on
     # Debian and Ubuntu nodes (gloo dialled itself with that before the launcher chose the
     # interface).
     _two_nodes(hosts, project, tmp_path / "own", ("node0", "node1"), free_port())
-    reference = _one_node(project, tmp_path / "one")
-    assert_same_weights(
-        tmp_path / "own" / "node0" / f"lenet_epoch2{suffix}", reference / f"lenet_epoch2{suffix}"
-    )
+    assert_same_weights(tmp_path / "own" / "node0" / name, one_node / name)
     if framework == "pytorch":
         _two_nodes(hosts, project, tmp_path / "same", (None, None), free_port())
-        same = tmp_path / "same" / "node0" / "lenet_epoch2.pt"
-        assert_same_weights(same, reference / "lenet_epoch2.pt")
+        assert_same_weights(tmp_path / "same" / "node0" / name, one_node / name)
 
 
 @pytest.mark.slow
@@ -112,6 +131,7 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
     script = str(one_per_node / "scripts" / "run_8p.sh")
     wrong = hosts.addresses[0].rsplit(".", 1)[0] + ".9"  # in the subnet, but nobody's there
     port = free_port()
+    train = ["--", *train_args(one_per_node)]
     common = ["--nnodes", "2", "--nproc", "1", "--join-timeout", str(JOIN_TIMEOUT)]
     # No restart: each attempt would wait out the join timeout again.
     common += ["--master-port", port, "--max-restarts", "0"]
@@ -120,13 +140,13 @@ def test_a_wrong_master_and_a_missing_node_fail_within_the_join_timeout(
         # Node 0 waits for a node 1 that never comes; node 1 dials a master that is not there.
         hosts.start(
             0,
-            [script, *common, "--node-rank", "0", "--master-addr", hosts.addresses[0], *TRAIN],
+            [script, *common, "--node-rank", "0", "--master-addr", hosts.addresses[0], *train],
             None,
             PYTHON=sys.executable,
         ),
         hosts.start(
             1,
-            [script, *common, "--node-rank", "1", "--master-addr", wrong, *TRAIN],
+            [script, *common, "--node-rank", "1", "--master-addr", wrong, *train],
             None,
             PYTHON=sys.executable,
         ),
@@ -212,15 +232,14 @@ def _modelarts_variables(hosts: Hosts, node: int, workers: list[str]) -> dict[st
 
 @pytest.mark.slow
 def test_a_modelarts_job_trains_as_one_node(
-    one_per_node: Path, hosts: Hosts, tmp_path: Path, framework: str
+    one_per_node: Path, one_node: Path, hosts: Hosts, tmp_path: Path, framework: str
 ) -> None:
     # The same command on both nodes, as ModelArts starts it, with the inputs, outputs and
     # hyperparameters appended; the workers' names resolve as the job's DNS resolves them.
     workers = [f"{JOB}-worker-{n}.{JOB}" for n in (0, 1)]
     hosts.name((workers[0], workers[1]))
     # ModelArts appends its input's local path as --data_url (the launcher names no data).
-    data = f"--data_url={one_per_node / 'data'}"
-    appended = ["--device_target=cpu", "--epoch_size=1", "--batch_size=32", data]
+    appended = train_args(one_per_node)
     port = free_port()
     procs = [
         hosts.start(
@@ -237,19 +256,9 @@ def test_a_modelarts_job_trains_as_one_node(
     ]
     results = finish(procs, 300)
     assert [code for code, _, _ in results] == [0, 0], [err[-3000:] for _, _, err in results]
-    reference = tmp_path / "one"
-    result = subprocess.run(
-        [str(one_per_node / "scripts" / "run_8p.sh"), "--nproc", "2"]
-        + ["--master-port", free_port(), "--output", str(reference), "--", *appended],
-        env=env(PYTHON=sys.executable, **SAME_THREADS),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     suffix = ".pt" if framework == "pytorch" else ".ckpt"
     name = f"lenet_epoch1{suffix}"
-    assert_same_weights(tmp_path / "node0" / name, reference / name)
+    assert_same_weights(tmp_path / "node0" / name, one_node / name)
     assert not (tmp_path / "node1" / name).exists(), "rank 1 saves nothing"
 
 

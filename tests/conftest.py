@@ -85,6 +85,15 @@ def isolated_home(
 RenderProject = Callable[..., Path]
 
 
+def render_once(factory: pytest.TempPathFactory, options: Options) -> Path:
+    """Render a project for a module- or session-scoped fixture, whose tests share it (each run
+    writes into its own output): the autouse isolated HOME does not apply there yet."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(factory.mktemp("home")))
+        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
+        return render(options, factory.mktemp(options.project))
+
+
 @pytest.fixture
 def render_project(tmp_path: Path) -> RenderProject:
     """Render a project with `gen new`'s library call: ``render_project(framework=...)``."""

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from generator.render.options import Options
-from generator.render.project import render
 from generator.shipped.ranktable import tables as ranktable
-from tests.conftest import RenderProject
+from tests.conftest import RenderProject, render_once
 from tests.integration.netns import Hosts, finish
 from tests.template.launchers import assert_all_gone, env, fake_python, free_port
 from tests.training.runs import assert_same_weights
@@ -95,11 +94,8 @@ def framework(request: pytest.FixtureRequest) -> str:
 def one_per_node(framework: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project launched with torchrun or msrun, one process per node, rendered once a
     framework (each run writes into its own output)."""
-    with pytest.MonkeyPatch.context() as patch:  # module-scoped: no isolated HOME yet
-        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
-        options = Options(project="demo", framework=framework, target="cuda", devices_per_node=1)
-        return render(options, tmp_path_factory.mktemp(framework))
+    options = Options(project="demo", framework=framework, target="cuda", devices_per_node=1)
+    return render_once(tmp_path_factory, options)
 
 
 @pytest.fixture(scope="module")

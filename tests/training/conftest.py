@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from generator.render.options import Options
-from generator.render.project import render
 from generator.render.sample_data import write_sample_dataset
+from tests.conftest import render_once
 from tests.training.runs import train
 
 
@@ -33,12 +33,9 @@ def pytorch_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Tests share it read-only: each run writes into its own --train_url.
     """
-    # Session-scoped, so the autouse isolated HOME does not apply yet: set one here.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
-        options = Options(project="demo", framework="pytorch", platform="generic")
-        return render(options, tmp_path_factory.mktemp("project"))
+    return render_once(
+        tmp_path_factory, Options(project="demo", framework="pytorch", platform="generic")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -47,22 +44,19 @@ def mindspore_projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
 
     Like pytorch_project: ./data holds the digits, tests share them read-only.
     """
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
-        return {
-            loop: render(
-                Options(
-                    project=f"ms_{loop}",
-                    framework="mindspore",
-                    target="ascend",
-                    platform="generic",
-                    ms_train_loop=loop,
-                ),
-                tmp_path_factory.mktemp(f"ms_{loop}"),
-            )
-            for loop in ("model", "custom")
-        }
+    return {
+        loop: render_once(
+            tmp_path_factory,
+            Options(
+                project=f"ms_{loop}",
+                framework="mindspore",
+                target="ascend",
+                platform="generic",
+                ms_train_loop=loop,
+            ),
+        )
+        for loop in ("model", "custom")
+    }
 
 
 @pytest.fixture(scope="session")

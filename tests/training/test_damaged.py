@@ -6,20 +6,21 @@ two ranks the launcher's line names the rank and its reason."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from generator.render.options import Options
-from generator.render.project import render
+from tests.conftest import render_once
 from tests.training.runs import (
     assert_one_line_exit_2,
     assert_same_weights,
@@ -135,17 +136,34 @@ def test_with_no_intact_checkpoint_a_resume_is_one_line(
     )
 
 
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at path (made) while the block runs."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+def first_intact(where: Path, framework: str) -> Path:
+    """Epoch 1's checkpoint, its checksum matching, latest.json naming it."""
+    first = checkpoint(where, 1, framework)
+    sidecar = json.loads(first.with_name(first.name + ".sha256").read_text())
+    assert sidecar["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    assert json.loads((where / "latest.json").read_text())["latest"] == first.name
+    return first
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_full_disk_is_one_line_and_the_run_resumes_once_there_is_space(
     projects, unbroken, tmp_path: Path, framework: str
 ) -> None:
     output, digest = unbroken(framework)
-    disk = tmp_path / "disk"
-    disk.mkdir()
     # Room for the record and one checkpoint (about 490 KB in either framework), not two.
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=800k", "tmpfs", str(disk)], check=True)
-    try:
+    with small_disk(tmp_path / "disk", "800k") as disk:
         where = disk / "run"
         argv = ("train.py", "--train_url", str(where), *ARGS)
         full = run(projects[framework], *argv)
@@ -161,32 +179,25 @@ def test_a_full_disk_is_one_line_and_the_run_resumes_once_there_is_space(
         size = checkpoint(output, 2, framework).stat().st_size
         assert 0.95 * size < needed <= size and free < needed, (needed, free, size)
         # The first epoch's checkpoint as it was written, latest.json naming it, no temporaries.
-        first = checkpoint(where, 1, framework)
+        first = first_intact(where, framework)
         assert_same_weights(first, checkpoint(output, 1, framework))
-        sidecar = json.loads(first.with_name(first.name + ".sha256").read_text())
-        assert sidecar["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
-        assert json.loads((where / "latest.json").read_text())["latest"] == first.name
         assert [p.name for p in where.iterdir() if p.name.startswith(".")] == []
         subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)
         again = ok(run(projects[framework], *argv))
         assert f"resumed from {first} after epoch 1" in again
         assert parameters(again) == digest
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
 
 
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A project a framework whose run_8p.sh starts the ranks with torchrun or msrun."""
-    with pytest.MonkeyPatch.context() as patch:  # module-scoped: no isolated HOME yet
-        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        return {
-            framework: render(
-                Options(project="demo", framework=framework, target="cuda", platform="generic"),
-                tmp_path_factory.mktemp(framework),
-            )
-            for framework in FRAMEWORKS
-        }
+    return {
+        framework: render_once(
+            tmp_path_factory,
+            Options(project="demo", framework=framework, target="cuda", platform="generic"),
+        )
+        for framework in FRAMEWORKS
+    }
 
 
 @pytest.mark.slow
@@ -197,11 +208,8 @@ def test_a_full_disk_under_two_ranks_names_rank_0_and_its_reason_and_the_rerun_r
     """Two ranks on a full disk, the ranks' logs on it too: the launcher's one line names
     rank 0 and its reason, restarts nothing (the peer, its collective broken, exits 1 as well),
     and the same command continues from the intact checkpoint once there is room."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
     # Room for the record, the ranks' logs (about 70 KB) and one checkpoint, not two.
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=850k", "tmpfs", str(disk)], check=True)
-    try:
+    with small_disk(tmp_path / "disk", "850k") as disk:
         where = disk / "run"
         script = str(launched[framework] / "scripts" / "run_8p.sh")
         argv = [script, "--nproc", "2", "--master-port", str(free_port()), "--output", str(where)]
@@ -216,14 +224,9 @@ def test_a_full_disk_under_two_ranks_names_rank_0_and_its_reason_and_the_rerun_r
         assert "the earlier checkpoints and latest.json are intact" in line
         assert "(a configuration error: not restarted)" in line
         assert "starts the ranks" not in full.stderr, "no attempt restarted"
-        first = checkpoint(where, 1, framework)
-        sidecar = json.loads(first.with_name(first.name + ".sha256").read_text())
-        assert sidecar["sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
-        assert json.loads((where / "latest.json").read_text())["latest"] == first.name
+        first = first_intact(where, framework)
         subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)
         again = subprocess.run(argv, env=clean_env(PYTHON=sys.executable), **LAUNCHED)
         assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
         assert f"resumed from {first} after epoch 1" in again.stdout
         assert second.is_file()
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)

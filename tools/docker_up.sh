@@ -8,14 +8,9 @@ set -euo pipefail
 image="${STANDIN_BASE:-train-template/standin-base:bookworm-py311}"
 log="${DOCKERD_LOG:-/var/log/train-template-dockerd.log}"
 
-need=()
-command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
-if [ "${#need[@]}" -gt 0 ]; then
-    echo "installing ${need[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt_need.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt_need.sh"
+apt_need dockerd:docker.io debootstrap:debootstrap
 
 if ! docker info >/dev/null 2>&1; then
     echo "starting dockerd (log: $log)" >&2

@@ -12,16 +12,11 @@ image="${STANDIN_ARM64:-train-template/standin-base:bookworm-py311-arm64}"
 cache="${TRAIN_TEMPLATE_CACHE:-/var/tmp/train-template-cache}"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-need=()
-[[ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P || -e /usr/bin/qemu-aarch64-static ]] \
-    || need+=(qemu-user-static)
-command -v update-binfmts >/dev/null 2>&1 || need+=(binfmt-support)
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
-if [ "${#need[@]}" -gt 0 ]; then
-    echo "installing ${need[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt_need.sh
+source "$here/apt_need.sh"
+qemu=/usr/bin/qemu-aarch64-static
+[[ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ]] && qemu=/usr/libexec/qemu-binfmt/aarch64-binfmt-P
+apt_need "$qemu:qemu-user-static" update-binfmts:binfmt-support debootstrap:debootstrap
 if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 fi

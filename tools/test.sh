@@ -9,17 +9,9 @@ cd "$(dirname "$0")/.."
 # Programs the tests drive besides Python's: env.sh is sourced from zsh too; git serves and
 # receives pushes; ip makes the two-host rehearsals' network namespaces; gawk and busybox are
 # the awks besides Debian's mawk that scripts/failures.sh is run under.
-need=()
-command -v zsh >/dev/null 2>&1 || need+=(zsh)
-command -v git >/dev/null 2>&1 || need+=(git)
-command -v ip >/dev/null 2>&1 || need+=(iproute2)
-command -v gawk >/dev/null 2>&1 || need+=(gawk)
-command -v busybox >/dev/null 2>&1 || need+=(busybox)
-if [ "${#need[@]}" -gt 0 ]; then
-    echo "installing ${need[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt_need.sh
+source tools/apt_need.sh
+apt_need zsh:zsh git:git ip:iproute2 gawk:gawk busybox:busybox
 
 bash tools/bootstrap.sh "train,mindspore,test,bench"
 # Side by side, one worker a core (pytest-xdist); tests/conftest.py groups what must share a

@@ -8,9 +8,8 @@
 
 attempt=0 rank_dir=''
 
-# rank_records: a directory in memory (/dev/shm, else TMPDIR), gone when the launcher ends,
-# where scripts/rank.sh keeps each rank's end and the end of its stderr: the reason a rank
-# failed is known even when its log could not be written (a full disk).
+# rank_records: a directory in memory (/dev/shm, else TMPDIR) until the launcher ends, where
+# scripts/rank.sh keeps each rank's end and stderr's end: known even when a log is not (full disk).
 rank_records() {
     local base=/dev/shm
     [[ -d $base && -w $base ]] || base=${TMPDIR:-/tmp}
@@ -27,9 +26,8 @@ rank_python() {
     chmod +x "$1/python"
 }
 
-# first_failure ATTEMPT: "RANK LOCAL_RANK STATUS" of the rank of ATTEMPT that failed first;
-# but when that one exited 1 and another exited 2, the other: train.py's one-line error (a
-# full disk) exits 2 after saying why, as its peers, their collective broken, exit 1 first.
+# first_failure ATTEMPT: "RANK LOCAL_RANK STATUS" of ATTEMPT's first failed rank, or of one that
+# exited 2 (train.py said why: a full disk) when the first exited 1 (its collective broken).
 first_failure() {
     awk -v a="$1" '$1 == a && $4 != 0 {
             if (!first) { first = $2 " " $3 " " $4; status = $4 }

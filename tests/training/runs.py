@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.training import forkserver
+
 FAKE_MOXING = Path(__file__).resolve().parent / "fake_moxing"
 # Variables a launcher or a platform sets: a test that wants them sets them itself.
 LAUNCH_VARS = (
@@ -33,11 +35,16 @@ def clean_env(**extra: str) -> dict[str, str]:
 def run(
     project: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python ARGS`` in the project directory and return the finished process."""
+    """Run ``python ARGS`` in the project directory and return the finished process: a
+    script (``train.py ...``) by a fork of an interpreter with the project's framework imported
+    (tests/training/forkserver.py says what that does and does not cover)."""
+    env = env or clean_env()
+    if framework := forkserver.forkable(project, args, env):
+        return forkserver.server(framework).run(list(args), project, env, timeout)
     return subprocess.run(
         [sys.executable, *args],
         cwd=project,
-        env=env or clean_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

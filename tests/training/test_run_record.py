@@ -57,12 +57,13 @@ def own_model(project: Path) -> str:
 def shell(project: Path, command: str, timeout: int = 600):
     """A README line run as printed: python is this test's interpreter."""
     words = shlex.split(command)
+    env = runs.clean_env(PYTHON=sys.executable)
     if words[0] == "python":
-        words[0] = sys.executable
+        return runs.run(project, *words[1:], env=env, timeout=timeout)
     return subprocess.run(
         words,
         cwd=project,
-        env=runs.clean_env(PYTHON=sys.executable),
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -17,10 +17,12 @@ Run as ``python forkserver.py FRAMEWORK SOCKET``; the client is :class:`Server`.
 from __future__ import annotations
 
 import atexit
+import builtins
+import contextlib
 import importlib
+import importlib.machinery
 import json
 import os
-import runpy
 import shutil
 import signal
 import socket
@@ -28,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import tokenize
 import traceback
+import types
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -62,8 +66,9 @@ def _run_script(request: dict) -> int:
     sys.path[:] = [os.path.dirname(os.path.abspath(script)), *extra, *BASE_PATH]
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    path = os.path.abspath(script)  # a script's __file__, as Python 3.9 and later set it
     try:
-        runpy.run_path(script, run_name="__main__")
+        _exec_main(path)
         code = 0
     except SystemExit as stop:
         if stop.code is None:
@@ -73,16 +78,38 @@ def _run_script(request: dict) -> int:
         else:
             print(stop.code, file=sys.stderr)
             code = 1
-    except KeyboardInterrupt:
-        traceback.print_exc()
+    except KeyboardInterrupt as uncaught:
+        _print_uncaught(uncaught, path)
         code = -signal.SIGINT
-    except BaseException:  # noqa: BLE001 - the interpreter's own handling of the uncaught
-        traceback.print_exc()
+    except BaseException as uncaught:  # noqa: BLE001 - the interpreter's own handling of it
+        _print_uncaught(uncaught, path)
         code = 1
     # The interpreter's own end: non-daemon threads joined, then the atexit handlers.
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     return code
+
+
+def _exec_main(path: str) -> None:
+    """The script as the module __main__, as the interpreter runs ``python SCRIPT`` (runpy's
+    run_path would make sys.argv[0] absolute)."""
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    with tokenize.open(path) as source:  # its coding line, if any, as the interpreter reads it
+        code = compile(source.read(), path, "exec")
+    exec(code, main.__dict__)  # noqa: S102 - what python SCRIPT does
+
+
+def _print_uncaught(error: BaseException, path: str) -> None:
+    """The traceback an interpreter prints, from the script's first frame (not this module's
+    and runpy's, which a fresh interpreter does not pass through)."""
+    frames = error.__traceback__
+    while frames is not None and frames.tb_frame.f_code.co_filename != path:
+        frames = frames.tb_next
+    traceback.print_exception(type(error), error, frames or error.__traceback__)
 
 
 def _child(conn: socket.socket, listener: socket.socket, request: dict, fds: list[int]) -> None:
@@ -134,9 +161,11 @@ def serve(framework: str, path: str) -> None:
                 _child(conn, listener, request, fds)
             for fd in fds:
                 os.close(fd)
-            conn.sendall(f"{pid}\n".encode())
+            with contextlib.suppress(OSError):  # a client gone (timed out) is no reason to stop
+                conn.sendall(f"{pid}\n".encode())
             _, status = os.waitpid(pid, 0)
-            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            with contextlib.suppress(OSError):
+                conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
 
 
 # --- the client: a test worker's runs -----------------------------------------------------------
@@ -180,10 +209,8 @@ class Server:
             conn.settimeout(timeout)
             try:
                 code = int(replies.readline())
-            except TimeoutError:
+            except TimeoutError:  # as subprocess.run: the run killed, then the exception
                 os.kill(pid, signal.SIGKILL)
-                conn.settimeout(None)
-                replies.readline()
                 raise subprocess.TimeoutExpired(argv, timeout) from None
             out.seek(0)
             err.seek(0)
@@ -217,7 +244,7 @@ def forkable(project: Path, argv: tuple[str, ...], env: Mapping[str, str]) -> st
     """The framework whose server runs ``python ARGV`` in the project as a fresh interpreter
     would: a script, run with the variables read at start-up as the server has them; None
     for a fresh interpreter (and for every run with TRAIN_TEMPLATE_FORKSERVER=0)."""
-    if os.environ.get("TRAIN_TEMPLATE_FORKSERVER", "1") == "0":
+    if env.get("TRAIN_TEMPLATE_FORKSERVER", "1") == "0":
         return None
     if not argv or not argv[0].endswith(".py") or _at_start(env) != _at_start(os.environ):
         return None

@@ -59,14 +59,11 @@ def _run_script(request: dict) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    script = request["argv"][0]
     sys.argv = list(request["argv"])
+    path = os.path.abspath(sys.argv[0])  # a script's __file__, as Python 3.9 and later set it
     # As the interpreter starts: the script's directory, then PYTHONPATH, then the rest.
     extra = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
-    sys.path[:] = [os.path.dirname(os.path.abspath(script)), *extra, *BASE_PATH]
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    path = os.path.abspath(script)  # a script's __file__, as Python 3.9 and later set it
+    sys.path[:] = [os.path.dirname(path), *extra, *BASE_PATH]
     try:
         _exec_main(path)
         code = 0
@@ -104,8 +101,8 @@ def _exec_main(path: str) -> None:
 
 
 def _print_uncaught(error: BaseException, path: str) -> None:
-    """The traceback an interpreter prints, from the script's first frame (not this module's
-    and runpy's, which a fresh interpreter does not pass through)."""
+    """The traceback an interpreter prints, from the script's first frame (not this module's,
+    which a fresh interpreter does not pass through)."""
     frames = error.__traceback__
     while frames is not None and frames.tb_frame.f_code.co_filename != path:
         frames = frames.tb_next
@@ -123,10 +120,8 @@ def _child(conn: socket.socket, listener: socket.socket, request: dict, fds: lis
         code = _run_script(request)
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):  # a closed stream: nothing left to write
                 stream.flush()
-            except Exception:  # noqa: BLE001, S110 - a closed stream: nothing left to write
-                pass
         if code < 0:  # ended by Ctrl-C: as Python does, by the signal itself
             signal.signal(-code, signal.SIG_DFL)
             os.kill(os.getpid(), -code)

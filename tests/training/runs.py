@@ -149,16 +149,3 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     """A finished process's stdout; the test fails with its output when it failed."""
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
-
-
-def render_isolated(options: object, dest: Path, home: Path) -> Path:
-    """A project rendered for a module's tests, HOME kept out of the user's (the autouse
-    isolated HOME applies to single tests only)."""
-    import pytest
-
-    from generator.render.project import render
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", str(home))
-        patch.delenv("COOKIECUTTER_CONFIG", raising=False)
-        return render(options, dest)  # type: ignore[arg-type]

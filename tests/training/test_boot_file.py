@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from generator.render.options import Options
+from tests.conftest import render_once
 from tests.training.byo import NAMED, write_named_classes
-from tests.training.runs import FAKE_MOXING, c2net_env, clean_env, free_port, ok, render_isolated
+from tests.training.runs import FAKE_MOXING, c2net_env, clean_env, free_port, ok
 
 FRAMEWORKS = ("pytorch", "mindspore")
 # The platforms' job settings (运行参数, hyperparameters): short runs.
@@ -38,8 +39,7 @@ def code(tmp_path_factory: pytest.TempPathFactory):
             # GPU jobs: on this CPU the launchers (torchrun, msrun) run as there; an Ascend
             # node's would need its rank table.
             options = Options("boot", framework=framework, target="cuda", platform="openi")
-            code = tmp_path_factory.mktemp(f"code-{framework}")
-            made[framework] = render_isolated(options, code, tmp_path_factory.mktemp("home"))
+            made[framework] = render_once(tmp_path_factory, options)
         return made[framework]
 
     return get

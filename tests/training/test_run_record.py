@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 
 from generator.render.options import Options
+from tests.conftest import render_once
 from tests.training import runs
 from tests.training.byo import NAMED, write_named_classes
 from tests.training.runs import ok
@@ -95,8 +96,7 @@ def own(tmp_path_factory: pytest.TempPathFactory):
         if framework not in made:
             target = "ascend" if framework == "mindspore" else "cuda"
             options = Options("mine", framework=framework, target=target, platform="generic")
-            home = tmp_path_factory.mktemp("home")
-            project = runs.render_isolated(options, tmp_path_factory.mktemp(framework), home)
+            project = render_once(tmp_path_factory, options)
             with (project / "src" / "model.py").open("a", encoding="utf-8") as model:
                 model.write("\n\n" + own_model(project))
             write_named_classes(project / "mydata", per_class=40)

@@ -61,10 +61,12 @@ def files(directory: Path) -> set[str]:
 
 
 def boot(project: Path, *args: str, env: dict[str, str], timeout: int = 600):
+    """``python launch.py ARGS`` as the platform starts it, its one node meeting on a free port:
+    another test may hold the launchers' default (29500) meanwhile."""
     return subprocess.run(
         [sys.executable, "launch.py", *args],
         cwd=project,
-        env=env,
+        env={"MASTER_PORT": str(free_port()), **env},
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -39,9 +39,10 @@ def optimizer(params: list, lr, momentum: float) -> nn.Optimizer:
 
 def metrics(outputs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """Per-batch sums; the scaffold divides each by the number of samples (loss: the mean
-    loss, accuracy: the share classified right). Computed on the host with numpy, from
-    the outputs the scaffold copied back. config.yaml's monitor: names the one that
-    chooses the best checkpoint."""
+    loss, accuracy: the share classified right), or by the "count" returned (the tokens of
+    sequences; a derived(means) function here adds metrics made of the means: README).
+    Computed on the host with numpy, from the outputs the scaffold copied back. config.yaml's
+    monitor: names the one that chooses the best checkpoint."""
     outputs = outputs.astype(np.float64)
     # Cross-entropy by log-sum-exp, in float64: a few classes, cheap and exact.
     shifted = outputs - outputs.max(axis=1, keepdims=True)

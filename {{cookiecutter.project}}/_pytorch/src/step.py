@@ -48,8 +48,10 @@ def optimizer(
 
 def metrics(outputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
     """Per-batch sums; the scaffold divides each by the number of samples (loss: the mean
-    loss, accuracy: the share classified right). Kept on the device until the end.
-    config.yaml's monitor: names the one that chooses the best checkpoint."""
+    loss, accuracy: the share classified right), or by the "count" returned (the tokens of
+    sequences; a derived(means) function here adds metrics made of the means: README). Kept
+    on the device until the end. config.yaml's monitor: names the one that chooses the best
+    checkpoint."""
     return {
         "loss": F.cross_entropy(outputs.float(), labels, reduction="sum"),
         "accuracy": (outputs.argmax(dim=1) == labels).sum(),

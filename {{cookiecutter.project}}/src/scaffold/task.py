@@ -14,11 +14,13 @@ from src.scaffold.errors import ConfigError
 
 # What src/step.py must define: the same three functions in both frameworks.
 STEP_FUNCTIONS = ("loss", "optimizer", "metrics")
+COUNT = "count"  # a metric sum's divisor, where step.metrics gives one (tokens); else samples
 
 
 @dataclass(frozen=True)
 class DataShape:
-    """One sample's shape, (C, H, W) or (F,), and the outputs: the classes, or 1 for values."""
+    """One sample's shape, (C, H, W), (F,) or (T,) ids, and the outputs: the classes (a
+    sample's, or a position's), or 1 for values."""
 
     input: tuple[int, ...]
     num_classes: int
@@ -111,6 +113,16 @@ class Step:
     # One batch of training (None: the floor's): PyTorch's train_step(model, batch, run);
     # MindSpore's train_step(net, batch) returns the loss the floor differentiates.
     train_step: Callable[..., Any] | None = None
+    # Metrics made from the means of the others (perplexity: exp of the loss), if any.
+    derived: Callable[[dict[str, float]], dict[str, float]] | None = None
+
+    def reduce(self, sums: dict[str, Any], samples: int) -> dict[str, float]:
+        """The metrics over a split: its sums divided by their summed "count" (tokens, where
+        step.metrics gives one) or by its samples, with the step's derived metrics."""
+        sums = {name: float(value) for name, value in sums.items()}
+        count = sums.pop(COUNT, samples)
+        means = {name: value / max(count, 1) for name, value in sums.items()}
+        return {**means, **(self.derived(means) if self.derived else {})}
 
     def optimizer_args(self, options: dict[str, Any]) -> dict[str, Any]:
         """The optimizer's further parameters from the options of their names (or their
@@ -168,7 +180,8 @@ class Task:
         missing = [name for name in STEP_FUNCTIONS if not callable(getattr(step, name, None))]
         if missing:
             raise ConfigError(f"{step.__file__} lacks {', '.join(missing)}: see its docstring")
-        functions = Step(*(getattr(step, name, None) for name in (*STEP_FUNCTIONS, "train_step")))
+        named = (*STEP_FUNCTIONS, "train_step", "derived")
+        functions = Step(*(getattr(step, name, None) for name in named))
         return cls(models, functions, readers, getattr(data, "augment", augment), monitor)
 
     def model(self, name: str | None) -> ModelSpec:

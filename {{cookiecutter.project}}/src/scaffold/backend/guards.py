@@ -33,9 +33,11 @@ def no_module(name: str, python: str, script: str = "train.py") -> str:
     )
 
 
-def check_outputs(model: str, outputs: Any, batch: int, classes: int, numeric: bool) -> None:
-    """Outputs must be (batch, classes), or (batch,) for a numeric target; one line if not."""
-    expected = f"({batch}, {classes})"
+def check_outputs(model: str, outputs: Any, labels: tuple[int, ...], classes: int, numeric: bool):
+    """Outputs for labels of shape ``labels``: (batch, classes) for a class a sample, or (batch,)
+    for a numeric target; for labels of other shapes, batch first (the loss says the rest)."""
+    batch = labels[0]
+    expected = f"({batch}, {classes})" if len(labels) == 1 else f"({batch}, ...)"
     shape = getattr(outputs, "shape", None)
     if shape is None:
         raise ModelOutputError(
@@ -43,12 +45,38 @@ def check_outputs(model: str, outputs: Any, batch: int, classes: int, numeric: b
             f"{expected}, {'one value' if numeric else 'a score for each class'} a sample"
         )
     shape = tuple(int(side) for side in shape)
-    if shape != (batch, classes) and not (numeric and shape == (batch,)):
+    if len(labels) > 1:
+        if shape[:1] != (batch,):
+            raise ModelOutputError(
+                f"model {model} returns {shape} for a batch of {batch} samples (labels "
+                f"{labels}): its first axis must be the batch"
+            )
+    elif shape != (batch, classes) and not (numeric and shape == (batch,)):
         raise ModelOutputError(
             f"model {model} returns {shape} for a batch of {batch} samples; the data has "
             f"{classes} {'values' if numeric else 'classes'}: it must return {expected} (its "
             "last layer gives shape.num_classes outputs)"
         )
+
+
+def try_loss(loss: Callable[[], Any]) -> None:
+    """src/step.py's loss on the batch the model was tried on: one finite number."""
+    value = _guarded(loss, "src/step.py's loss fails on the model's outputs")
+    if not _one_number(value):
+        raise ModelOutputError(
+            f"src/step.py's loss returns shape {tuple(getattr(value, 'shape', ()))}: it must "
+            "return one number, the batch's mean loss (reduce it: .mean())"
+        )
+    number = float(value.item() if hasattr(value, "item") else value)
+    if not math.isfinite(number):
+        raise ModelOutputError(
+            f"src/step.py's loss is {number} on the first samples, before any training: check "
+            "the loss for a log of 0 or a division by 0, and the model's initial weights"
+        )
+
+
+def _one_number(value: Any) -> bool:
+    return math.prod(tuple(getattr(value, "shape", ()))) == 1
 
 
 def build(spec: Any, shape: Any) -> Any:
@@ -97,6 +125,12 @@ def try_metrics(metrics: Callable[[], Any]) -> dict[str, Any]:
             f"src/step.py's metrics returns {type(scores).__name__}: it must return a dict of "
             "per-batch sums by name ({'loss': ..., 'accuracy': ...})"
         )
+    for name, value in scores.items():
+        if not _one_number(value):
+            raise ModelOutputError(
+                f"src/step.py's metrics returns {name} of shape {tuple(value.shape)}: each must "
+                "be one number, the batch's sum (and 'count', what the sums are divided by)"
+            )
     return scores
 
 

@@ -139,12 +139,34 @@ def _in_memory(data: DataOptions, found: dict[str, Split]) -> tuple[bool, str]:
     """Whether to hold the data in memory, and why (data.in_memory auto: if it fits)."""
     if data.in_memory != "auto":
         return data.in_memory == "true", f"data.in_memory {data.in_memory}"
-    if data.random_crop or data.random_flip:
+    if (data.random_crop or data.random_flip) and len(found["train"].shape) == 3:
         return False, "augmentation is on"
     size = sum(split.nbytes for split in found.values())
     if size > IN_MEMORY_BYTES:
         return False, f"{size / 2**20:.0f} MB decoded exceeds {IN_MEMORY_BYTES >> 20} MB"
     return True, f"{size / 2**20:.1f} MB decoded"
+
+
+def _normalisation(train: Split, data: DataOptions, seed: int) -> tuple[tuple, tuple]:
+    """Mean and std per channel or feature: data.mean and data.std, else the training split's;
+    none for integer ids (tokens), which are not normalised."""
+    mean, std = data.mean, data.std
+    if train.ids:
+        if mean or std:
+            raise DatasetError(
+                "data.mean and data.std normalise images and table rows; these inputs are "
+                "integer ids (tokens), which are not normalised: set both to null"
+            )
+        log.info("data: integer ids (tokens), not normalised")
+        return (), ()
+    if not (mean and std):
+        computed = statistics(train, STATS_SAMPLES, seed)
+        mean, std = mean or computed[0], std or computed[1]
+    channels = train.shape[0]  # per channel (C, H, W) or per feature (F,): the first axis
+    for name, values in (("data.mean", mean), ("data.std", std)):
+        if len(values) not in (1, channels):
+            raise DatasetError(f"{name} has {len(values)} values; the data has {channels}")
+    return tuple(mean), tuple(std)
 
 
 def splits(
@@ -157,39 +179,41 @@ def splits(
     """Train, val and test splits of ``source`` and what is known of them; for --smoke random
     ones (``smoke``: train's samples, the others') of the data's shape, else ``declared``."""
     if smoke is not None:
+        like: Split | None = None
         try:
             found = load(data, source, readers)[1]
-            shape, classes = found["train"].shape, num_classes(found, source.num_classes)
-            said = "the data's shape"
+            like, classes = found["train"], num_classes(found, source.num_classes)
+            shape, said = like.shape, "the data's shape"
         except DatasetError:
             shape, classes = declared, source.num_classes or 10
             said = "the model's declared input shape (no data found)"
         log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
         sizes = (smoke[0], smoke[1], smoke[1])
-        made = [synthetic(n, shape, classes, source.seed + i) for i, n in enumerate(sizes)]
-        mean, std = statistics(made[0], STATS_SAMPLES, source.seed)
-        return Splits(*made, DataInfo("synthetic", shape, classes, (), mean, std, True))
+        made = [synthetic(n, shape, classes, source.seed + i, like) for i, n in enumerate(sizes)]
+        ids, labels = made[0].ids, made[0].labels.shape[1:]
+        mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
+        info = DataInfo(
+            "synthetic", shape, classes, (), mean, std, True, ids=ids, label_shape=labels
+        )
+        return Splits(*made, info)
     fmt, found = load(data, source, readers)
     classes = num_classes(found, source.num_classes)
     train, val, test = found["train"], found.get("val"), found["test"]
     if val is None:
         train, val = hold_out(train, source.val_fraction, source.seed)
+    if (data.random_crop or data.random_flip) and len(train.shape) != 3:
+        log.warning("data.random_crop and random_flip augment images: ignored for these samples")
     memory, why = _in_memory(data, found)
     if memory:
         train, val, test = train.materialised(), val.materialised(), test.materialised()
-    mean, std = data.mean, data.std
-    if not (mean and std):
-        computed = statistics(train, STATS_SAMPLES, source.seed)
-        mean, std = mean or computed[0], std or computed[1]
-    channels = train.shape[0]  # per channel (C, H, W) or per feature (F,): the first axis
-    for name, values in (("data.mean", mean), ("data.std", std)):
-        if len(values) not in (1, channels):
-            raise DatasetError(f"{name} has {len(values)} values; the data has {channels}")
+    mean, std = _normalisation(train, data, source.seed)
     inputs = dict(  # how predict.py reads inputs as the run did
         features=train.features,
         label_column=data.label_column if train.features else None,
         resize=data.resize if len(train.shape) == 3 else None,
         numeric=train.numeric,
+        ids=train.ids,
+        label_shape=tuple(train.labels.shape[1:]),
     )
     info = DataInfo(fmt, train.shape, classes, train.classes, mean, std, memory, **inputs)
     count, shape = len(train) + len(val) + len(test), "x".join(map(str, train.shape))

@@ -18,6 +18,8 @@ class Normalise:
         self.std = np.asarray(std, np.float32).reshape(shape) / self.scale
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        if not self.mean.size:  # integer ids (tokens): as they are
+            return inputs
         # ((x / scale) - mean) / std in place on one float32 copy: no temporary per step.
         out = inputs.astype(np.float32)
         out /= self.scale

@@ -13,8 +13,9 @@ from src.scaffold.errors import DatasetError
 
 @dataclass(frozen=True)
 class Split:
-    """Labels (N,): class indices (int64) or a numeric target (float32); inputs of ``shape``
-    (uint8 (C, H, W) images, float32 (F,) rows) in ``arrays``, or ``files`` read by ``decode``."""
+    """Labels (N, ...): class indices (int64; (N, T) a class per position, such as the next
+    token) or a numeric target (float32); inputs of ``shape`` (uint8 (C, H, W) images, float32
+    (F,) rows, integer ids such as (T,) tokens) in ``arrays``, or ``files`` read by ``decode``."""
 
     labels: np.ndarray
     shape: tuple[int, ...]
@@ -36,9 +37,15 @@ class Split:
         return self.arrays is not None
 
     @property
+    def ids(self) -> bool:
+        """Inputs of integer ids (tokens): neither normalised nor augmented."""
+        return len(self.shape) != 3 and bool(len(self)) and self.load(0).dtype.kind in "iu"
+
+    @property
     def nbytes(self) -> int:
         """The inputs' size once decoded (what holding the split in memory costs)."""
-        return len(self) * int(np.prod(self.shape)) * (1 if len(self.shape) == 3 else 4)
+        size = self.arrays.itemsize if self.arrays is not None else 1 if len(self.shape) == 3 else 4
+        return len(self) * int(np.prod(self.shape)) * size
 
     def load(self, index: int) -> np.ndarray:
         if self.arrays is not None:
@@ -85,6 +92,8 @@ class DataInfo:
     label_column: str | None = None
     resize: tuple[int, ...] | None = None
     numeric: bool = False
+    ids: bool = False  # inputs of integer ids (tokens), not normalised
+    label_shape: tuple[int, ...] = ()  # a sample's labels: () one, (T,) one a position
 
     def record(self) -> dict[str, Any]:
         return {
@@ -110,6 +119,8 @@ class DataInfo:
             "label_column": self.label_column,
             "data_resize": list(self.resize) if self.resize else None,
             "numeric": self.numeric,
+            "data_ids": self.ids,
+            "label_shape": list(self.label_shape),
         }
 
 
@@ -136,14 +147,22 @@ def hold_out(train: Split, fraction: float, seed: int, what: str = "val") -> tup
     return train.take(np.sort(order[count:])), train.take(np.sort(order[:count]))
 
 
-def synthetic(count: int, shape: tuple[int, ...], num_classes: int, seed: int) -> Split:
-    """Random inputs of ``shape`` and labels: for --smoke runs, which test plumbing only."""
+def synthetic(
+    count: int, shape: tuple[int, ...], num_classes: int, seed: int, like: Split | None = None
+) -> Split:
+    """Random inputs of ``shape`` and labels: for --smoke runs, which test plumbing only. Like
+    the split ``like`` where there is one: integer ids below its largest, labels of its shape."""
     rng = np.random.default_rng(seed)
+    labels = (count, *(like.labels.shape[1:] if like is not None else ()))
     if len(shape) == 3:
         inputs = rng.integers(0, 256, size=(count, *shape), dtype=np.uint8)
+    elif like is not None and like.ids:
+        example = like.arrays if like.arrays is not None else like.load(0)
+        high = int(example.max()) + 1
+        inputs = rng.integers(0, high, size=(count, *shape)).astype(example.dtype)
     else:
         inputs = rng.standard_normal(size=(count, *shape)).astype(np.float32)
-    return array_split(inputs, rng.integers(0, num_classes, size=count, dtype=np.int64))
+    return array_split(inputs, rng.integers(0, num_classes, size=labels, dtype=np.int64))
 
 
 def statistics(split: Split, limit: int, seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:

@@ -128,6 +128,7 @@ def _check(
     if run is None:
         return {"samples": 0, "why": details.get("unchecked", "not loadable here")}
     expected = exporter.reference(backend, inputs)
+    details["output_shape"] = list(expected.shape[1:])
     # A file of a fixed batch runs the samples that many at a time.
     step = len(inputs) if details.get("dynamic_batch") else int(details["batch"])
     if step > len(inputs):  # a batch larger than the samples: them again, to fill it
@@ -159,6 +160,12 @@ def _sidecar(
 ) -> dict[str, Any]:
     """What feeding the file takes, and where it came from."""
     images, batch = recorded.images, details["batch"]
+    outputs = details.get("output_shape") or [recorded.num_classes]
+    meaning = "class scores (softmax: probabilities)"
+    if recorded.numeric or recorded.label_shape:
+        meaning = (
+            "the value" if recorded.numeric else "class scores a position (softmax: last axis)"
+        )
     # What wrote and checked the file: Python, the framework, onnx and onnxruntime.
     versions = {"python": platform.python_version()}
     for name in (FRAMEWORK, *(("onnx", "onnxruntime") if fmt.lower() == "onnx" else ())):
@@ -174,13 +181,13 @@ def _sidecar(
             "name": details.get("input_name", "input"),
             "shape": [batch, *recorded.shape],
             "dynamic_batch": bool(details.get("dynamic_batch")),
-            "dtype": "float32",
+            "dtype": "int64" if recorded.ids else "float32",
             "layout": "NCHW" if images else "ND",
         },
         "output": {
             "name": details.get("output_name", "output"),
-            "shape": [batch, recorded.num_classes],
-            "meaning": "the value" if recorded.numeric else "class scores (softmax: probabilities)",
+            "shape": [batch, *outputs],
+            "meaning": meaning,
         },
         "preprocess": {
             "image_mode": ("L" if recorded.shape[0] == 1 else "RGB") if images else None,
@@ -189,7 +196,9 @@ def _sidecar(
             "scale": 255.0 if images else 1.0,
             "mean": list(recorded.mean),
             "std": list(recorded.std),
-            "formula": "(x / scale - mean / scale) / (std / scale), per channel or feature",
+            "formula": "none: integer ids as they are"
+            if recorded.ids
+            else "(x / scale - mean / scale) / (std / scale), per channel or feature",
         },
         "classes": list(recorded.names()) if not recorded.numeric else [],
         "opset": details.get("opset"),

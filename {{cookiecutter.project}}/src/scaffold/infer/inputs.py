@@ -86,6 +86,7 @@ def gather(paths: Sequence[str], recorded: Recorded) -> Inputs:
         names += [f"{path}:{line}" for line in lines]
         rows.append(values)
     table = np.concatenate(rows)
+    table = table.astype(np.int64) if recorded.ids else table  # token ids, not features
     return Inputs(tuple(names), lambda index: table[index], others, "CSV tables", TABLE_SUFFIXES)
 
 

@@ -75,7 +75,14 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
 def rows(
     recorded: Recorded, names: tuple[str, ...], outputs: np.ndarray, top_k: int
 ) -> Iterator[dict[str, Any]]:
-    """One row an input: its class, probability (softmax) and top k; or its value."""
+    """One row an input: its class, probability (softmax) and top k; its value; or for labels
+    a position, the most likely class at each."""
+    if recorded.label_shape:
+        classes = recorded.names()
+        for name, scores in zip(names, outputs):
+            best = scores.reshape(-1, scores.shape[-1]).argmax(axis=-1)
+            yield {"input": name, "classes": [classes[i] for i in best]}
+        return
     if recorded.numeric:
         for name, value in zip(names, outputs.reshape(len(names), -1)[:, 0]):
             yield {"input": name, "value": float(value)}
@@ -116,8 +123,8 @@ class _Sink:
         if self.output is not None and self.table is None:
             self.stream.write(json.dumps(row, ensure_ascii=False) + "\n")
             return
-        if "value" in row:
-            fields = [row["input"], row["value"]]
+        if "value" in row or "classes" in row:
+            fields = [row["input"], row.get("value", " ".join(row.get("classes", ())))]
         else:
             top = " ".join(f"{t['class']}:{t['probability']:.4f}" for t in row["top_k"])
             fields = [row["input"], row["class"], f"{row['probability']:.6f}", top]
@@ -125,7 +132,8 @@ class _Sink:
             self.stream.write("\t".join(map(str, fields)) + "\n")
             return
         if self.count == 1:
-            self.table.writerow(("input", "value") if "value" in row else COLUMNS)
+            named = [key for key in ("value", "classes") if key in row]
+            self.table.writerow(("input", *named) if named else COLUMNS)
         self.table.writerow(fields)
 
     def __exit__(self, kind: Any, *_: Any) -> None:

@@ -41,6 +41,8 @@ class Recorded:
     label_column: str | None = None
     resize: tuple[int, ...] | None = None
     numeric: bool = False
+    ids: bool = False  # inputs of integer ids (tokens)
+    label_shape: tuple[int, ...] = ()  # (T,): a class a position; () one a sample
 
     @classmethod
     def of(cls, path: Path, meta: dict[str, Any]) -> Recorded:
@@ -63,6 +65,8 @@ class Recorded:
             label_column=meta.get("label_column"),
             resize=tuple(meta["data_resize"]) if meta.get("data_resize") else None,
             numeric=bool(meta.get("numeric")),
+            ids=bool(meta.get("data_ids")),
+            label_shape=tuple(int(side) for side in meta.get("label_shape") or ()),
         )
 
     @property

@@ -17,7 +17,7 @@ from mindspore.amp import auto_mixed_precision
 from src.scaffold.backend import devices, guards, saved
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
-from src.scaffold.backend.loader import Loader
+from src.scaffold.backend.loader import Loader, labels_of
 from src.scaffold.backend.options import MSOptions, check_step_options, sink_on
 
 # read_meta and load_arrays are this module's too (api.Framework, checks/test_train.py).
@@ -100,15 +100,20 @@ class MindSporeBackend:
         self.net.set_train(False)
         # Op by op: a graph compiled for these few samples would serve nothing (0.2 s on a CPU).
         ms.set_context(mode=ms.PYNATIVE_MODE)
+        labels = labels_of(split)[:count]
         try:
             outputs = guards.try_batch(name, lambda: self.net(ms.Tensor(inputs)), inputs.shape)
+            guards.check_outputs(
+                name, outputs, labels.shape, splits.info.num_classes, split.numeric
+            )
+            if labels.ndim > 1:  # not a class or value a sample: the loss says if outputs fit
+                guards.try_loss(lambda: self.step.loss(outputs, ms.Tensor(labels)))
         finally:
             ms.set_context(mode=mode)
         self.net.set_train(training)
-        guards.check_outputs(name, outputs, count, splits.info.num_classes, split.numeric)
-        scores, labels = outputs.asnumpy(), np.asarray(split.labels[:count])
         # src/step.py's metrics on the same batch: the names the run will record, known now.
-        self.sample_metrics = guards.try_metrics(lambda: self.step.metrics(scores, labels))
+        scores = guards.try_metrics(lambda: self.step.metrics(outputs.asnumpy(), labels))
+        self.sample_metrics = self.step.reduce(scores, count)
 
     def fit(self, first: int, last: int, plan: BatchPlan, on_epoch_end: EpochEnd) -> None:
         try:
@@ -147,7 +152,7 @@ class MindSporeBackend:
                 sums[name] = sums.get(name, 0.0) + float(value)
             count += len(labels)
         self.net.set_train(training)
-        return {name: total / max(count, 1) for name, total in sums.items()}
+        return self.step.reduce(sums, count)
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
         # One entry per name (the optimizer's include the net's); no LR: the schedule gives it.

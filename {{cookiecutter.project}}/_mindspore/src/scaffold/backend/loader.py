@@ -76,8 +76,6 @@ class Loader:
         images = len(info.shape) == 3
         self.crop = data.random_crop if images else 0
         self.flip = data.random_flip and images
-        if (data.random_crop or data.random_flip) and not images:
-            log.warning("data.random_crop and random_flip apply to images: ignored for rows")
         # Augmentation draws per sample and epoch: it needs the streaming pipeline.
         self.streams = not splits.train.in_memory or bool(self.crop or self.flip)
         # By default a rank's share of this node's CPUs, less one for the rank itself.

@@ -118,7 +118,8 @@ class TorchBackend:
         self.workers = auto_workers(self.local_world_size) if workers is None else workers
         log.info("streaming the data with %d loader workers per rank", self.workers)
         args = (normalise, device, self.workers, options.batch_size)
-        augment = (self.augment, options.data.random_crop, options.data.random_flip)
+        crop, flip = options.data.random_crop, options.data.random_flip
+        augment = (self.augment, crop, flip) if len(info.shape) == 3 else ()  # images only
         self.data = {
             name: Streamed(getattr(splits, name), *args, *(augment if name == "train" else ()))
             for name in SPLITS
@@ -136,9 +137,13 @@ class TorchBackend:
                 self.spec.name, lambda: self.net(inputs), tuple(inputs.shape)
             )
         self.net.train()
-        guards.check_outputs(self.spec.name, outputs, count, splits.info.num_classes, split.numeric)
         labels = torch.from_numpy(np.asarray(split.labels[:count])).to(self.torch_device)
-        self.sample_metrics = guards.try_metrics(lambda: self.step.metrics(outputs.float(), labels))
+        shape, info = tuple(labels.shape), splits.info
+        guards.check_outputs(self.spec.name, outputs, shape, info.num_classes, split.numeric)
+        if len(shape) > 1:  # not a class or value a sample: the loss says if outputs fit
+            guards.try_loss(lambda: self.step.loss(outputs.float(), labels))
+        sums = guards.try_metrics(lambda: self.step.metrics(outputs.float(), labels))
+        self.sample_metrics = self.step.reduce(sums, count)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -196,7 +201,7 @@ class TorchBackend:
                 sums[key] = sums.get(key, 0) + value
             count += len(labels)
         self.net.train(training)
-        return {key: value.item() / max(count, 1) for key, value in sums.items()}
+        return self.step.reduce(sums, count)
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
         state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}

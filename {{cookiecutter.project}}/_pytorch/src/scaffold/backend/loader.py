@@ -32,6 +32,8 @@ class Normalise:
         self.std = torch.tensor(std, dtype=torch.float32, device=device).view(view)
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
+        if not self.mean.numel():  # integer ids (tokens): as they are
+            return inputs
         inputs = inputs.float()
         inputs = inputs.div_(self.scale) if self.scale != 1.0 else inputs
         return inputs.sub_(self.mean).div_(self.std)

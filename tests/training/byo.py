@@ -90,3 +90,121 @@ def write_named_classes(root: Path, sizes: tuple[int, ...] = (32, 40), per_class
                 for index in chosen:
                     Image.fromarray(pictures[index]).save(folder / f"{size}_{index:05d}.png")
     return root
+
+
+# A character-level language model written into a classification project (README: "A model
+# of sequences"): text as ids, a GRU, a class a position. The step comes from the README.
+BLOCK = 32  # characters a sample
+TEXT_CHARS = 60_000  # of the Python docs' topics (pydoc_data, PSF licence): 1,874 samples
+
+CHAR_READER = f'''
+
+from pathlib import Path  # noqa: E402
+
+from src.scaffold import Reader, Split, array_split, reader  # noqa: E402
+
+
+@reader("chars")
+class CharReader(Reader):
+    """text.txt as samples of {BLOCK} characters, each labelled by the characters after it."""
+
+    looks_for = "text.txt"
+
+    def found(self, directory: Path) -> str | None:
+        return "text.txt" if (directory / "text.txt").is_file() else None
+
+    def read(self, directory: Path) -> dict[str, Split]:
+        text = (directory / "text.txt").read_text(encoding="utf-8")
+        vocabulary = sorted(set(text))
+        index = {{char: i for i, char in enumerate(vocabulary)}}
+        ids = np.array([index[char] for char in text], dtype=np.int64)
+        count = (len(ids) - 1) // {BLOCK}
+        inputs = ids[: count * {BLOCK}].reshape(count, {BLOCK})
+        labels = ids[1 : count * {BLOCK} + 1].reshape(count, {BLOCK})
+        return {{"all": array_split(inputs, labels, vocabulary)}}
+'''
+
+CHAR_MODEL = {
+    "pytorch": f'''
+
+class CharGRU(nn.Module):
+    """Embeddings, a GRU, and a score for each character of the vocabulary at each position."""
+
+    def __init__(self, vocabulary: int, width: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary, width)
+        self.gru = nn.GRU(width, width, batch_first=True)
+        self.head = nn.Linear(width, vocabulary)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.gru(self.embed(ids))
+        return self.head(hidden)
+
+
+@model("chargru", input_shape=({BLOCK},), head="head")
+def chargru(shape: DataShape) -> nn.Module:
+    return CharGRU(shape.num_classes)
+''',
+    "mindspore": f'''
+
+class CharGRU(nn.Cell):
+    """Embeddings, a GRU, and a score for each character of the vocabulary at each position."""
+
+    def __init__(self, vocabulary: int, width: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary, width)
+        self.gru = nn.GRU(width, width, batch_first=True)
+        self.head = nn.Dense(width, vocabulary)
+
+    def construct(self, ids):
+        hidden, _ = self.gru(self.embed(ids))
+        return self.head(hidden)
+
+
+@model("chargru", input_shape=({BLOCK},), head="head")
+def chargru(shape: DataShape) -> nn.Cell:
+    return CharGRU(shape.num_classes)
+''',
+}
+
+
+def write_text(root: Path) -> Path:
+    """root/text.txt: the first TEXT_CHARS characters of Python's own documentation topics."""
+    from pydoc_data.topics import topics
+
+    root.mkdir(parents=True, exist_ok=True)
+    text = "".join(topics[key] for key in sorted(topics))[:TEXT_CHARS]
+    (root / "text.txt").write_text(text, encoding="utf-8")
+    return root
+
+
+# Mistakes in a sequence model's step, each one line before any training: the loss not
+# reduced to one number (4 samples x 32 positions), a metric of one number a position.
+STEP_MISTAKES = {
+    "pytorch": (
+        (
+            "\n\ndef loss(outputs, labels):\n"
+            "    flat = outputs.flatten(0, -2)\n"
+            '    return F.cross_entropy(flat, labels.flatten(), reduction="none")\n',
+            "src/step.py's loss returns shape (128,): it must return one number",
+        ),
+        (
+            "\n\ndef metrics(outputs, labels):\n"
+            "    scores = outputs.transpose(1, 2)\n"
+            '    return {"loss": F.cross_entropy(scores, labels, reduction="none")}\n',
+            "src/step.py's metrics returns loss of shape (4, 32): each must be one number",
+        ),
+    ),
+    "mindspore": (
+        (
+            "\n\ndef loss(outputs, labels):\n"
+            "    flat = outputs.reshape(-1, outputs.shape[-1])\n"
+            '    return ops.cross_entropy(flat, labels.reshape(-1), reduction="none")\n',
+            "src/step.py's loss returns shape (128,): it must return one number",
+        ),
+        (
+            '\n\ndef metrics(outputs, labels):\n    return {"loss": -outputs.max(axis=-1)}\n',
+            "src/step.py's metrics returns loss of shape (4, 32): each must be one number",
+        ),
+    ),
+}

@@ -1,7 +1,8 @@
 """Label new inputs with a run's checkpoint: ``python predict.py [--checkpoint best|last|PATH]
 [--output FILE.jsonl|FILE.csv] [--top_k K] INPUT... [train.py's options]``. INPUT: image
 files or folders of them, or CSV files, read as the run read its data. One row an input:
-the input, the class's name and probability, the top k.
+the input, the class's name and probability, the top k. A model of text continues prompts
+instead: ``python predict.py --prompt TEXT [--max_new_tokens N] [--temperature T] [--top_k K]``.
 """
 
 import sys

@@ -30,6 +30,7 @@ FRAMEWORK_FREE = (
     "test_uploads.py",
     "test_record.py",
     "test_sharding.py",
+    "test_generate.py",
     "test_layout.py",
     "test_progress.py",
 )

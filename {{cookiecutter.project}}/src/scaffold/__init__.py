@@ -10,6 +10,7 @@ PUBLIC = {
     **dict.fromkeys(("DataShape", "Monitor", "Task", "image_input", "model"), "src.scaffold.task"),
     **dict.fromkeys(("Reader", "augment", "reader"), "src.scaffold.data.readers"),
     **dict.fromkeys(("Split", "array_split"), "src.scaffold.data.splits"),
+    **dict.fromkeys(("ByteTokenizer", "CharTokenizer"), "src.scaffold.data.tokens"),
 }
 
 __all__ = sorted(PUBLIC)

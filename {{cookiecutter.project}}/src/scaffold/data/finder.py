@@ -214,6 +214,7 @@ def splits(
         numeric=train.numeric,
         ids=train.ids,
         label_shape=tuple(train.labels.shape[1:]),
+        tokenizer=train.tokenizer.describe() if train.tokenizer is not None else None,
     )
     info = DataInfo(fmt, train.shape, classes, train.classes, mean, std, memory, **inputs)
     count, shape = len(train) + len(val) + len(test), "x".join(map(str, train.shape))

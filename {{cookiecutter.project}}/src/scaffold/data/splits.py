@@ -24,6 +24,7 @@ class Split:
     decode: Callable[[Path], np.ndarray] | None = None
     classes: tuple[str, ...] = ()  # the class names in label order; () when unnamed
     features: tuple[str, ...] = ()  # a table's feature columns in input order
+    tokenizer: Any = None  # ids of text: how they encode and decode it (data/tokens.py)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -70,10 +71,14 @@ class Split:
         return replace(self, arrays=arrays, files=(), decode=None)
 
 
-def array_split(inputs: np.ndarray, labels: np.ndarray, classes: Sequence[str] = ()) -> Split:
-    """A split held in memory; class indices as int64, a numeric target as float32."""
+def array_split(
+    inputs: np.ndarray, labels: np.ndarray, classes: Sequence[str] = (), tokenizer: Any = None
+) -> Split:
+    """A split held in memory; class indices as int64, a numeric target as float32; ids of
+    text with their ``tokenizer`` (data/tokens.py)."""
     labels = labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64)
-    return Split(labels, tuple(inputs.shape[1:]), inputs, classes=tuple(classes))
+    shape = tuple(inputs.shape[1:])
+    return Split(labels, shape, inputs, classes=tuple(classes), tokenizer=tokenizer)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ class DataInfo:
     numeric: bool = False
     ids: bool = False  # inputs of integer ids (tokens), not normalised
     label_shape: tuple[int, ...] = ()  # a sample's labels: () one, (T,) one a position
+    tokenizer: dict[str, Any] | None = None  # ids of text: the tokenizer's description
 
     def record(self) -> dict[str, Any]:
         return {
@@ -121,6 +127,7 @@ class DataInfo:
             "numeric": self.numeric,
             "data_ids": self.ids,
             "label_shape": list(self.label_shape),
+            "tokenizer": self.tokenizer,
         }
 
 

@@ -1,5 +1,6 @@
 """Labelling new inputs with a run's checkpoint (predict.py): one row an input (its class,
-probability and top k, or its value), printed or written to FILE.jsonl or FILE.csv."""
+probability and top k, or its value), printed or written to FILE.jsonl or FILE.csv; or, for a
+model of text, a row a prompt and what the model writes after it (infer/generate.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,18 @@ import numpy as np
 
 from src.scaffold.backend.api import Framework
 from src.scaffold.config import Config
+from src.scaffold.data import tokens
 from src.scaffold.errors import ConfigError, DatasetError
+from src.scaffold.infer.generate import generate, prompts_of
 from src.scaffold.infer.inputs import gather
 from src.scaffold.infer.recorded import CHECKPOINT_HELP, Recorded, locate
 from src.scaffold.run.runner import backend_of
 from src.scaffold.task import Task
 
-DESCRIPTION = "Label images or table rows with a run's checkpoint (train.py's options apply)."
+DESCRIPTION = (
+    "Label images or table rows with a run's checkpoint, or continue --prompt text with a "
+    "model of text (train.py's options apply)."
+)
 OUTPUTS = (".jsonl", ".csv")
 COLUMNS = ("input", "class", "probability", "top_k")
 
@@ -34,7 +40,19 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", type=Path, help="write the rows to FILE.jsonl or FILE.csv, not to stdout"
     )
-    parser.add_argument("--top_k", type=int, default=5, help="classes listed a row (default 5)")
+    parser.add_argument(
+        "--top_k",
+        type=int,
+        help="classes listed a row (default 5); with --prompt: draw from the k likeliest tokens",
+    )
+    parser.add_argument("--prompt", action="append", help="text to continue (a model of text)")
+    parser.add_argument("--prompts", help="a file of prompts to continue, one a line")
+    parser.add_argument(
+        "--max_new_tokens", type=int, default=100, help="tokens written a prompt (default 100)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="1 (default); 0: the likeliest token"
+    )
     parser.add_argument(
         "--verbose", action="store_true", help="a line for each file skipped, not a count"
     )
@@ -45,19 +63,35 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
     output: Path | None = args.output
     if output is not None and output.suffix.lower() not in OUTPUTS:
         raise ConfigError(f"--output {output}: write .jsonl or .csv")
-    if args.top_k < 1:
+    if args.top_k is not None and args.top_k < 1:
         raise ConfigError(f"--top_k {args.top_k}: give 1 or more")
+    prompts = prompts_of(args)
+    if prompts and args.inputs:
+        raise ConfigError("give INPUTs to label or --prompt text to continue, not both")
     found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
     recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     if recorded.num_classes < 1:
         raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
+    if prompts:
+        tokenizer = tokens.recorded(recorded.tokenizer, f"--checkpoint {recorded.path}")
+        backend = backend_of(framework, cfg, task)
+        try:
+            backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
+            with _Sink(output) as sink:
+                block = recorded.shape[0]
+                for row in generate(backend.infer, tokenizer, prompts, block, args, cfg.seed):
+                    sink.write(row)
+        finally:
+            backend.close()
+        found.said()
+        return sink.count
     inputs = gather(args.inputs, recorded)
     backend = backend_of(framework, cfg, task)
     try:
         backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
         with _Sink(output) as sink:
             for names, batch in inputs.batches(cfg.batch_size):
-                for row in rows(recorded, names, backend.infer(batch), args.top_k):
+                for row in rows(recorded, names, backend.infer(batch), args.top_k or 5):
                     sink.write(row)
             if sink.count == 0:
                 raise DatasetError(
@@ -122,6 +156,14 @@ class _Sink:
         self.count += 1
         if self.output is not None and self.table is None:
             self.stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return
+        if "text" in row:  # a prompt's continuation: as written, or a CSV row
+            if self.table is None:
+                self.stream.write(f"{row['prompt']}{row['text']}\n")
+                return
+            if self.count == 1:
+                self.table.writerow(("prompt", "text"))
+            self.table.writerow((row["prompt"], row["text"]))
             return
         if "value" in row or "classes" in row:
             fields = [row["input"], row.get("value", " ".join(row.get("classes", ())))]

@@ -43,6 +43,7 @@ class Recorded:
     numeric: bool = False
     ids: bool = False  # inputs of integer ids (tokens)
     label_shape: tuple[int, ...] = ()  # (T,): a class a position; () one a sample
+    tokenizer: dict[str, Any] | None = None  # ids of text: data/tokens.py's description
 
     @classmethod
     def of(cls, path: Path, meta: dict[str, Any]) -> Recorded:
@@ -67,6 +68,7 @@ class Recorded:
             numeric=bool(meta.get("numeric")),
             ids=bool(meta.get("data_ids")),
             label_shape=tuple(int(side) for side in meta.get("label_shape") or ()),
+            tokenizer=meta.get("tokenizer"),
         )
 
     @property

@@ -101,7 +101,7 @@ CHAR_READER = f'''
 
 from pathlib import Path  # noqa: E402
 
-from src.scaffold import Reader, Split, array_split, reader  # noqa: E402
+from src.scaffold import CharTokenizer, Reader, Split, array_split, reader  # noqa: E402
 
 
 @reader("chars")
@@ -121,7 +121,8 @@ class CharReader(Reader):
         count = (len(ids) - 1) // {BLOCK}
         inputs = ids[: count * {BLOCK}].reshape(count, {BLOCK})
         labels = ids[1 : count * {BLOCK} + 1].reshape(count, {BLOCK})
-        return {{"all": array_split(inputs, labels, vocabulary)}}
+        tokenizer = CharTokenizer(tuple(vocabulary))  # what predict.py --prompt encodes with
+        return {{"all": array_split(inputs, labels, vocabulary, tokenizer)}}
 '''
 
 CHAR_MODEL = {

@@ -192,6 +192,23 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
     vocabulary = set(text.joinpath("text.txt").read_text(encoding="utf-8"))
     assert len(row["classes"]) == byo.BLOCK and set(row["classes"]) <= vocabulary
 
+    # Text from a prompt, a character at a time, by the run's own tokenizer: the same text for
+    # the same seed; a prompt longer than the block is cut to its last 32 characters, said so.
+    prompt = ("--prompt", "The class " * 4, "--max_new_tokens", "40", "--top_k", "10")
+    written = [
+        runs.run(project, "predict.py", *at, *prompt, "--output", str(tmp_path / f"{n}.jsonl"))
+        for n in (1, 2)
+    ]
+    assert written[0].returncode == 0, written[0].stderr[-2000:]
+    assert "WARNING: a prompt of 40 tokens is longer than the model's block of 32" in (
+        written[0].stderr
+    )
+    (first,) = [json.loads(line) for line in (tmp_path / "1.jsonl").read_text().splitlines()]
+    assert len(first["text"]) == 40 and set(first["text"]) <= vocabulary
+    assert (tmp_path / "1.jsonl").read_bytes() == (tmp_path / "2.jsonl").read_bytes()
+    unknown = runs.run(project, "predict.py", *at, "--prompt", "caf\u00e9")
+    runs.assert_one_line_exit_2(unknown, "error: the text holds '\u00e9', not among the 96 char")
+
     fmt = {"pytorch": "onnx", "mindspore": "MINDIR"}[framework]
     model_file = tmp_path / f"lm.{fmt.lower()}"
     exported = runs.run(project, "export.py", *at, "--format", fmt, "--output", str(model_file))

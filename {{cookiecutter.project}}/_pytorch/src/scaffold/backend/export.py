@@ -40,8 +40,13 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
             options = {"dynamo": False} if new else {}
             options.update(opset_version=OPSET, input_names=[INPUT], output_names=[OUTPUT])
             axes = {INPUT: {0: "batch"}, OUTPUT: {0: "batch"}}
+            # Ids in, scores a position out (a model of sequences): any length up to the run's.
+            sequence = not inputs.dtype.is_floating_point and inputs.dim() == 2
+            sequence = sequence and net(inputs).shape[:2] == inputs.shape
+            if sequence:
+                axes = {name: {0: "batch", 1: "sequence"} for name in (INPUT, OUTPUT)}
             torch.onnx.export(net, (inputs,), str(path), dynamic_axes=axes, **options)
-            return {"opset": OPSET, "dynamic_batch": True}
+            return {"opset": OPSET, "dynamic_batch": True, "dynamic_sequence": sequence}
         torch.jit.trace(net, inputs).save(str(path))
     return {"dynamic_batch": True}
 

@@ -143,8 +143,8 @@ class CharGRU(nn.Module):
 
 
 @model("chargru", input_shape=({BLOCK},), head="head")
-def chargru(shape: DataShape) -> nn.Module:
-    return CharGRU(shape.num_classes)
+def chargru(shape: DataShape, width: int = 64) -> nn.Module:
+    return CharGRU(shape.num_classes, width)
 ''',
     "mindspore": f'''
 
@@ -163,8 +163,8 @@ class CharGRU(nn.Cell):
 
 
 @model("chargru", input_shape=({BLOCK},), head="head")
-def chargru(shape: DataShape) -> nn.Cell:
-    return CharGRU(shape.num_classes)
+def chargru(shape: DataShape, width: int = 64) -> nn.Cell:
+    return CharGRU(shape.num_classes, width)
 ''',
 }
 

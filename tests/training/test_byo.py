@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -163,13 +164,17 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
     text = byo.write_text(tmp_path / "text")
     flags = ("--data_url", str(text), "--model", "chargru", "--device_target", "cpu")
     flags += ("--monitor_metric", "loss", "--monitor_mode", "min")
-    output = runs.train(project, tmp_path / "out", *flags, "--epoch_size", "1", "--lr", "0.5")
+    # The model's width from --model_args: recorded, and taken by eval, predict and export.
+    train = ("--epoch_size", "1", "--lr", "0.5", "--model_args", "width=48")
+    output = runs.train(project, tmp_path / "out", *flags, *train)
     val = [m for m in runs.metrics(output) if m["type"] == "val"][-1]
     assert val["loss"] < SEQUENCE_LOSS, val
     assert val["perplexity"] == math.exp(val["loss"])  # derived from the same float
-    resolved = json.loads((output / "hparams.json").read_text())["resolved"]
+    hparams = json.loads((output / "hparams.json").read_text())
+    resolved = hparams["resolved"]
     assert (resolved["data_format"], resolved["num_classes"]) == ("chars", 96)
     assert resolved["data_shape"] == [byo.BLOCK] and resolved["data_mean"] == []
+    assert hparams["model_args"] == {"width": 48}
 
     at = ("--train_url", str(output), *flags)
     scored = runs.run(project, "eval.py", *at, "--split", "val")
@@ -211,7 +216,12 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
 
     fmt = {"pytorch": "onnx", "mindspore": "MINDIR"}[framework]
     model_file = tmp_path / f"lm.{fmt.lower()}"
-    exported = runs.run(project, "export.py", *at, "--format", fmt, "--output", str(model_file))
+    # A checkpoint apart from its run's record: it records the model_args itself.
+    alone = tmp_path / "alone" / f"chargru_epoch1{runs.SUFFIX[framework]}"
+    alone.parent.mkdir()
+    shutil.copy2(output / alone.name, alone)
+    at_alone = ("--checkpoint", str(alone), *flags, "--format", fmt)
+    exported = runs.run(project, "export.py", *at_alone, "--output", str(model_file))
     assert exported.returncode == 0, exported.stderr[-2000:]
     sidecar = json.loads(model_file.with_name(model_file.name + ".json").read_text())
     assert sidecar["input"]["dtype"] == "int64" and sidecar["input"]["shape"] == [1, byo.BLOCK]
@@ -226,6 +236,9 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
         result = runs.run(project, "train.py", *flags, "--train_url", str(tmp_path / "bad"))
         runs.assert_one_line_exit_2(result, expected)
     step_file.write_text(kept, encoding="utf-8")
+    result = runs.run(project, "train.py", *flags, "--model_args", "depth=2")
+    runs.assert_one_line_exit_2(result, "error: model_args depth: model chargru (src/model.py:")
+    assert result.stderr.rstrip().endswith(") takes width")
 
     # --smoke: random ids below the data's largest, labels a position, as the data has them.
     smoke = runs.run(project, "train.py", *flags, "--smoke", "--train_url", str(tmp_path / "s"))

@@ -36,6 +36,15 @@ def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path: Path) -> None
     assert cfg.momentum == Config().momentum  # not in the file: the code default
 
 
+def test_model_args_are_name_value_pairs_from_yaml_or_the_flag(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "model_args:\n  width: 32\n  act: gelu\n  tied: true\n")
+    cfg = parse_config(["--config_path", str(path)])
+    assert cfg.model_args == {"width": 32, "act": "gelu", "tied": True}
+    cfg = parse_config(["--config_path", str(path), "--model_args", "width=64,dropout=0.1"])
+    assert cfg.model_args == {"width": 64, "dropout": 0.1}  # the flag replaces them all
+    assert Config().model_args == {} and Config().model_args is not Config().model_args
+
+
 def test_relative_paths_in_yaml_are_relative_to_the_file(tmp_path: Path) -> None:
     path = write_config(tmp_path, "data_url: ./data\ntrain_url: out\n")
     cfg = parse_config(["--config_path", str(path), "--dataset_name", "mnist"])
@@ -156,6 +165,7 @@ def test_smoke_trains_one_epoch_unless_told(tmp_path: Path) -> None:
         ("", ["--val_fraction", "1"], "--val_fraction: 1 must be in"),
         ("", ["--amp", "maybe"], "--amp: 'maybe' is not one of auto, true, false"),
         ("", ["--keep_checkpoints", "0"], "--keep_checkpoints: 0 must be at least 1"),
+        ("", ["--model_args", "width"], "--model_args: 'width' is not name=value"),
         ("epochs: 3\n", [], "unknown option 'epochs' (did you mean 'epoch_size'?)"),
         ("learning_rate: 0.1\n", [], "unknown option 'learning_rate' (did you mean 'lr'?)"),
         ("data:\n  fromat: csv\n", [], "option 'data.fromat' (did you mean 'data.format'?)"),

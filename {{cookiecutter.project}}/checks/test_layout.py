@@ -132,10 +132,11 @@ def test_config_yaml_holds_each_option_once_under_its_flag_name() -> None:
         # data: format is --data_format: a key under a section is the flag joined with _.
         assert option.key.replace(".", "_") == name
     raw = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    # A section's keys (data: format), or an option whose value is a mapping (model_args).
     keys = [
-        f"{key}.{sub}" if isinstance(value, dict) else key
+        f"{key}.{sub}" if sub is not None else key
         for key, value in raw.items()
-        for sub in (value if isinstance(value, dict) else [None])
+        for sub in (value if isinstance(value, dict) and key not in options else [None])
     ]
     assert sorted(keys) == sorted(option.key for option in options.values())
 

@@ -88,6 +88,7 @@ class TrainOptions:
     """The options a backend reads, by name (Config.pick); optimizer: Step.optimizer_args."""
 
     model: str | None
+    model_args: dict[str, Any]
     device_target: str
     amp: str
     seed: int

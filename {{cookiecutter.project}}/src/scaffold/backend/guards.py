@@ -3,6 +3,7 @@ a loss that is not a number, and errors in your files told as one line with thei
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import traceback
@@ -10,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable
 
-from src.scaffold.errors import TrainError
+from src.scaffold.errors import ConfigError, TrainError
 
 YOURS = ("src/model.py", "src/data.py", "src/step.py")  # a traceback's frames that are yours
 # A DatasetError as a worker process (a DataLoader's, a MindSpore pipeline's) quotes it.
@@ -79,10 +80,17 @@ def _one_number(value: Any) -> bool:
     return math.prod(tuple(getattr(value, "shape", ()))) == 1
 
 
-def build(spec: Any, shape: Any) -> Any:
-    """The model ``spec`` (a ModelSpec) builds for ``shape`` (a DataShape); errors: one line."""
+def build(spec: Any, shape: Any, args: dict[str, Any]) -> Any:
+    """The model ``spec`` (a ModelSpec) builds for ``shape`` (a DataShape) with ``args`` (the
+    config's model_args, its function's own parameters); errors: one line."""
+    takes = list(inspect.signature(spec.build).parameters)[1:]
+    if unknown := [name for name in args if name not in takes]:
+        raise ConfigError(
+            f"model_args {', '.join(unknown)}: model {spec.name} ({spec.where}) takes "
+            f"{', '.join(takes) or 'no parameters besides the data shape'}"
+        )
     try:
-        return spec.build(shape)
+        return spec.build(shape, **args)
     except TrainError:
         raise
     except Exception as err:

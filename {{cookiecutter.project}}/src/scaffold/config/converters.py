@@ -78,6 +78,28 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(word.strip() for word in text.split(",") if word.strip())
 
 
+def keywords(text: str) -> dict[str, Any]:
+    """name=value pairs (layers=6,heads=8); numbers, true, false and null read as such."""
+    found: dict[str, Any] = {}
+    for item in words(text):
+        name, equals, value = (part.strip() for part in item.partition("="))
+        if not equals or not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"{item!r} is not name=value (layers=6,heads=8)")
+        found[name] = _literal(value)
+    return found
+
+
+def _literal(text: str) -> Any:
+    if text.lower() in ("true", "false", "null", "none"):
+        return {"true": True, "false": False}.get(text.lower())
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def location(text: str) -> Path | str:
     """A directory, an obs:// URL, or auto: where the platform puts it, if this is one."""
     if text.strip().lower() == AUTO:

@@ -12,6 +12,7 @@ from src.scaffold.config.converters import (
     device_target_name,
     identifier,
     integer,
+    keywords,
     location,
     number,
     resume_value,
@@ -108,6 +109,9 @@ class Config:
         None,
         identifier,
         "the model in src/model.py (default: its only one): lenet, mlp, resnet, yours",
+    )
+    model_args: dict[str, Any] = option(
+        {}, keywords, "the model function's own parameters, name=value (layers=6,width=256)"
     )
     # config.yaml's sections, each handed whole to the part it configures.
     data: DataOptions = field(default_factory=DataOptions)

@@ -9,6 +9,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import yaml
 
+from src.scaffold.config.converters import keywords
 from src.scaffold.config.options import DEFAULT_CONFIG, Config, Option, options_of
 from src.scaffold.config.platform_args import platform_arguments, unknown_key
 from src.scaffold.errors import ConfigError
@@ -64,8 +65,9 @@ def _read_yaml(path: Path, options: dict[str, Option]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping of option: value")
     flat: dict[str, Any] = {}  # sections as dotted keys: data: {format: x} -> data.format
+    mappings = {option.key for option in options.values() if option.convert is keywords}
     for key, value in raw.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key not in mappings:
             flat.update({f"{key}.{sub}": v for sub, v in value.items()})
         else:
             flat[str(key)] = value
@@ -89,6 +91,8 @@ def convert(option: Option, value: Any, base: Path) -> Any:
         return None
     if isinstance(value, list):
         value = ",".join(map(str, value))
+    elif isinstance(value, dict):  # name: value pairs, as the flag writes them
+        value = ",".join(f"{name}={item}" for name, item in value.items())
     # PyYAML reads 1e-3 as a string: converting like the flag fixes that too.
     converted = option.convert(str(value))
     if isinstance(converted, Path) and not converted.is_absolute():

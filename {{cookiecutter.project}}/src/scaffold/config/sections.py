@@ -28,7 +28,10 @@ def option(
     default: Any, convert: Callable[[str], Any], help: str, aliases: tuple[str, ...] = ()
 ) -> Any:
     """The one declaration of an option: flag --NAME, config.yaml key NAME, read by ``convert``."""
-    return field(default=default, metadata={"convert": convert, "help": help, "aliases": aliases})
+    meta = {"convert": convert, "help": help, "aliases": aliases}
+    if isinstance(default, dict):  # a mapping: each Config its own
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)

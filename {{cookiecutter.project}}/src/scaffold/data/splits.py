@@ -131,7 +131,7 @@ class DataInfo:
         }
 
 
-CHECKPOINT_META = ("model_name", *DataInfo("", (), 0).checkpoint_meta())  # for read_meta
+CHECKPOINT_META = ("model_name", "model_args", *DataInfo("", (), 0).checkpoint_meta())
 
 
 @dataclass(frozen=True)

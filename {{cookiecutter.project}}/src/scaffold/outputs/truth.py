@@ -18,8 +18,8 @@ from src.scaffold.storage.uploads import Remote
 
 # The options that shape a model's inputs and outputs, which eval, predict and export take.
 INPUTS = tuple(
-    "model data_url dataset_name train_dir test_dir data_format data_label_column data_labels"
-    " data_resize data_test_fraction data_mean data_std seed val_fraction num_classes"
+    "model model_args data_url dataset_name train_dir test_dir data_format data_label_column"
+    " data_labels data_resize data_test_fraction data_mean data_std seed val_fraction num_classes"
     " batch_size amp context_mode amp_level".split()
 )
 # What every attempt takes from its own command line and environment instead.
@@ -30,6 +30,7 @@ OWN = tuple(
 # The checkpoint's meta (data/splits.py's CHECKPOINT_META) by the option it answers for.
 FROM_CHECKPOINT = {
     "model_name": "model",
+    "model_args": "model_args",
     "data_mean": "data_mean",
     "data_std": "data_std",
     "data_resize": "data_resize",

@@ -175,7 +175,7 @@ def _epochs(
         begun = plan.steps_done(first - 1) + plan.skipped(first)
         batch = launch["global_batch_size"]
         progress = Progress(total, begun, cfg.log_every, batch, sys.stdout.isatty())
-    meta = {"model_name": name, **splits.info.checkpoint_meta()}
+    meta = {"model_name": name, "model_args": cfg.model_args, **splits.info.checkpoint_meta()}
     # With neither patience nor threshold set (early_stop off) it never stops the run.
     early = EarlyStop(task.monitor, cfg.early_stop.patience, cfg.early_stop.threshold)
     hook = EpochEnd(

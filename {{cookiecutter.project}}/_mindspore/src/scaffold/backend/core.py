@@ -78,7 +78,7 @@ class MindSporeBackend:
         info, opts = splits.info, self.options
         # Seeded again here: every rank builds the same initial weights, whatever ran before.
         ms.set_seed(opts.seed)
-        self.net = guards.build(self.spec, DataShape(tuple(info.shape), info.num_classes))
+        self.net = guards.build(self.spec, DataShape(info.shape, info.num_classes), opts.model_args)
         if self.amp:
             # float16 compute; the loops scale the loss and skip steps that overflow.
             self.net = auto_mixed_precision(self.net, opts.amp_level.upper())
@@ -213,7 +213,7 @@ class MindSporeBackend:
         self, shape: DataShape, mean: tuple[float, ...], std: tuple[float, ...], path: Path
     ) -> None:
         """The checkpoint's model, built for ``shape``, in eval mode (no optimizer state)."""
-        self.net = guards.build(self.spec, shape)
+        self.net = guards.build(self.spec, shape, self.options.model_args)
         params = saved.load_params(path, "--checkpoint")
         for key in (*saved.BOOKKEEPING, LR):
             params.pop(key, None)

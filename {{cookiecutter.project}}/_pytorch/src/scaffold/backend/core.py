@@ -84,7 +84,7 @@ class TorchBackend:
 
     def _built(self, shape: DataShape) -> None:
         """self.net for ``shape``; NHWC for images on the CPU, where oneDNN runs it faster."""
-        self.net = guards.build(self.spec, shape).to(self.torch_device)
+        self.net = guards.build(self.spec, shape, self.options.model_args).to(self.torch_device)
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
         if self.channels_last:
             self.net = self.net.to(memory_format=torch.channels_last)

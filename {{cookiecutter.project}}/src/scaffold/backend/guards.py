@@ -34,7 +34,9 @@ def no_module(name: str, python: str, script: str = "train.py") -> str:
     )
 
 
-def check_outputs(model: str, outputs: Any, labels: tuple[int, ...], classes: int, numeric: bool):
+def check_outputs(
+    model: str, outputs: Any, labels: tuple[int, ...], classes: int, numeric: bool
+) -> None:
     """Outputs for labels of shape ``labels``: (batch, classes) for a class a sample, or (batch,)
     for a numeric target; for labels of other shapes, batch first (the loss says the rest)."""
     batch = labels[0]

@@ -7,6 +7,7 @@ import gzip
 import shutil
 import struct
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ from src.scaffold.data import finder
 from src.scaffold.data.finder import select
 from src.scaffold.data.idx import FILES, read_idx
 from src.scaffold.data.readers import BUILTIN
-from src.scaffold.data.splits import hold_out, synthetic
+from src.scaffold.data.splits import array_split, hold_out, synthetic
+from src.scaffold.data.tokens import ByteTokenizer
 from src.scaffold.errors import DatasetError, StorageError
 
 # Where each split's two files go, per layout; OpenI's PyTorch sample is "openi-raw".
@@ -151,6 +153,14 @@ def test_labels_must_fit_the_classes(tmp_path: Path) -> None:
     write_dataset(tmp_path, "flat")
     with pytest.raises(DatasetError, match="but num_classes is 2: raise it or leave it unset"):
         load(tmp_path, num_classes=2)
+
+
+def test_ids_of_text_have_every_class_their_tokenizer_may_encode() -> None:
+    # Bytes of plain ASCII text reach 126 at most; a prompt may hold any of the 256.
+    ids = np.frombuffer(b"plain ascii text, a position each", dtype=np.uint8).astype(np.int64)
+    text = array_split(ids[None, :-1], ids[None, 1:], tokenizer=ByteTokenizer())
+    assert finder.num_classes({"train": text}, None) == 256
+    assert finder.num_classes({"train": replace(text, tokenizer=None)}, None) == ids.max() + 1
 
 
 def test_bad_magic_truncation_and_count_mismatch(tmp_path: Path) -> None:

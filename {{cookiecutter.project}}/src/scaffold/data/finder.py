@@ -125,8 +125,8 @@ def num_classes(found: dict[str, Split], configured: int | None) -> int:
             "(a number to predict instead: data: labels: values)"
         )
     labels = max(int(split.labels.max()) for split in found.values() if len(split))
-    if configured is None:
-        return max(len(names), labels + 1)
+    if configured is None:  # a tokenizer's ids: all it may encode, not only those seen
+        return max(len(names), labels + 1, getattr(train.tokenizer, "size", 0))
     if configured < labels + 1:
         raise DatasetError(
             f"the data holds label {labels}, but num_classes is {configured}: raise it or "

@@ -99,7 +99,18 @@ def export(
         inputs = Normalise(recorded.mean, recorded.std, len(recorded.shape))(raw)
         path.parent.mkdir(parents=True, exist_ok=True)
         sample = np.repeat(inputs[:1], args.batch, axis=0)
-        details = {"batch": args.batch, **exporter.write(backend, fmt, path, sample)}
+        try:
+            details = {"batch": args.batch, **exporter.write(backend, fmt, path, sample)}
+        except TrainError:
+            raise
+        except Exception as err:  # the exporter's own: an operator the format lacks
+            path.unlink(missing_ok=True)
+            first = next((line for line in str(err).splitlines() if line.strip()), "")
+            others = ", ".join(name for name in exporter.FORMATS if name != fmt)
+            raise ExportError(
+                f"{FRAMEWORK} cannot write model {recorded.model_name} as {fmt}: "
+                f"{type(err).__name__}: {' '.join(first.split())} (try --format {others})"
+            ) from err
         try:
             parity = _check(exporter, backend, fmt, path, inputs, details)
         except BaseException:
@@ -135,7 +146,7 @@ def _check(
         inputs = np.resize(inputs, (step, *inputs.shape[1:]))
     chunks = [inputs[i : i + step] for i in range(0, len(inputs) - step + 1, step)]
     got = np.concatenate([run(chunk) for chunk in chunks]).reshape(-1, *expected.shape[1:])
-    expected = expected[: len(got)]
+    expected, samples = expected[: len(got)], len(got)
     if details.get("dynamic_sequence"):  # and on the first half of each sequence
         half = inputs[:step, : max(1, inputs.shape[1] // 2)]
         got = np.concatenate([got.reshape(-1), run(half).reshape(-1)])
@@ -148,7 +159,7 @@ def _check(
             f"{path} does not compute what the checkpoint does: its outputs differ by {diff:.3g} "
             f"(tolerance {TOLERANCE:g} x {scale:.3g}); the file is removed"
         )
-    return {"samples": len(got), "max_abs_diff": diff, "tolerance": TOLERANCE, "scale": scale}
+    return {"samples": samples, "max_abs_diff": diff, "tolerance": TOLERANCE, "scale": scale}
 
 
 def onnx_runner(path: Path) -> Callable[[np.ndarray], np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -13,7 +14,8 @@ import numpy as np
 import torch
 
 FORMATS = {"onnx": ".onnx", "torchscript": ".torchscript"}
-# Opset 11: the Ascend ModelZoo's ONNX exports', which every CANN's ATC converts.
+# Opset 11: the Ascend ModelZoo's ONNX exports', which every CANN's ATC converts; a model with
+# newer operators gets the opset they need (fused attention: 14).
 OPSET = 11
 INPUT, OUTPUT = "input", "output"
 
@@ -38,15 +40,27 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
             # dynamo= came with torch 2.5's new exporter (the default from 2.9).
             new = "dynamo" in inspect.signature(torch.onnx.export).parameters
             options = {"dynamo": False} if new else {}
-            options.update(opset_version=OPSET, input_names=[INPUT], output_names=[OUTPUT])
+            options.update(input_names=[INPUT], output_names=[OUTPUT])
             axes = {INPUT: {0: "batch"}, OUTPUT: {0: "batch"}}
             # Ids in, scores a position out (a model of sequences): any length up to the run's.
             sequence = not inputs.dtype.is_floating_point and inputs.dim() == 2
             sequence = sequence and net(inputs).shape[:2] == inputs.shape
             if sequence:
                 axes = {name: {0: "batch", 1: "sequence"} for name in (INPUT, OUTPUT)}
-            torch.onnx.export(net, (inputs,), str(path), dynamic_axes=axes, **options)
-            return {"opset": OPSET, "dynamic_batch": True, "dynamic_sequence": sequence}
+            opset = OPSET
+            while True:
+                try:
+                    torch.onnx.export(
+                        net, (inputs,), str(path), dynamic_axes=axes, opset_version=opset, **options
+                    )
+                    break
+                except torch.onnx.errors.UnsupportedOperatorError as err:
+                    # An operator newer than opset 11 (fused attention: 14): the opset it names.
+                    needed = re.search(r"added in version (\d+)", str(err))
+                    if needed is None or int(needed[1]) <= opset:
+                        raise
+                    opset = int(needed[1])
+            return {"opset": opset, "dynamic_batch": True, "dynamic_sequence": sequence}
         torch.jit.trace(net, inputs).save(str(path))
     return {"dynamic_batch": True}
 

@@ -176,6 +176,17 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
     assert resolved["data_shape"] == [byo.BLOCK] and resolved["data_mean"] == []
     assert hparams["model_args"] == {"width": 48}
 
+    if framework == "pytorch":  # the report reads the record alone: one framework suffices
+        reported = subprocess.run(
+            [sys.executable, "-m", "generator", "report", str(output), "-o", f"{tmp_path}/r/"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert reported.returncode == 0, reported.stderr
+        summary = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+        assert "val loss (min)" in summary and "accuracy" not in summary
+
     at = ("--train_url", str(output), *flags)
     scored = runs.run(project, "eval.py", *at, "--split", "val")
     assert scored.returncode == 0, scored.stderr[-2000:]
@@ -239,6 +250,15 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
     result = runs.run(project, "train.py", *flags, "--model_args", "depth=2")
     runs.assert_one_line_exit_2(result, "error: model_args depth: model chargru (src/model.py:")
     assert result.stderr.rstrip().endswith(") takes width")
+
+    if framework == "mindspore":  # its ONNX export has no GRU: one line (after its WARNING)
+        onnx_file = tmp_path / "lm.onnx"
+        at_onnx = ("--checkpoint", str(alone), *flags, "--format", "ONNX")
+        refused = runs.run(project, "export.py", *at_onnx, "--output", str(onnx_file))
+        last = refused.stderr.splitlines()[-1]
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert last.startswith("error: mindspore cannot write model chargru as ONNX: "), last
+        assert last.endswith("(try --format MINDIR, AIR)") and not onnx_file.exists()
 
     # --smoke: random ids below the data's largest, labels a position, as the data has them.
     smoke = runs.run(project, "train.py", *flags, "--smoke", "--train_url", str(tmp_path / "s"))

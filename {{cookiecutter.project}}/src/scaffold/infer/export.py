@@ -99,18 +99,7 @@ def export(
         inputs = Normalise(recorded.mean, recorded.std, len(recorded.shape))(raw)
         path.parent.mkdir(parents=True, exist_ok=True)
         sample = np.repeat(inputs[:1], args.batch, axis=0)
-        try:
-            details = {"batch": args.batch, **exporter.write(backend, fmt, path, sample)}
-        except TrainError:
-            raise
-        except Exception as err:  # the exporter's own: an operator the format lacks
-            path.unlink(missing_ok=True)
-            first = next((line for line in str(err).splitlines() if line.strip()), "")
-            others = ", ".join(name for name in exporter.FORMATS if name != fmt)
-            raise ExportError(
-                f"{FRAMEWORK} cannot write model {recorded.model_name} as {fmt}: "
-                f"{type(err).__name__}: {' '.join(first.split())} (try --format {others})"
-            ) from err
+        details = {"batch": args.batch, **_write(exporter, backend, fmt, path, sample, recorded)}
         try:
             parity = _check(exporter, backend, fmt, path, inputs, details)
         except BaseException:
@@ -129,6 +118,29 @@ def export(
     print(f"wrote {path} and {sidecar.name}: {how}", flush=True)
     found.said()
     return path
+
+
+def _write(
+    exporter: Exporter,
+    backend: Backend,
+    fmt: str,
+    path: Path,
+    sample: np.ndarray,
+    recorded: Recorded,
+) -> dict[str, Any]:
+    """The file written; the exporter's own failure (an operator the format lacks) one line."""
+    try:
+        return exporter.write(backend, fmt, path, sample)
+    except TrainError:
+        raise
+    except Exception as err:
+        path.unlink(missing_ok=True)
+        first = next((line for line in str(err).splitlines() if line.strip()), "")
+        others = ", ".join(name for name in exporter.FORMATS if name != fmt)
+        raise ExportError(
+            f"{FRAMEWORK} cannot write model {recorded.model_name} as {fmt}: "
+            f"{type(err).__name__}: {' '.join(first.split())} (try --format {others})"
+        ) from err
 
 
 def _check(

@@ -59,6 +59,18 @@ def train(project: Path, output: Path, *args: str, env: dict[str, str] | None = 
     return output
 
 
+def report(output: Path, dest: Path) -> str:
+    """`gen report` of the run in ``output`` into ``dest``: its report.md, after a clean exit."""
+    reported = subprocess.run(
+        [sys.executable, "-m", "generator", "report", str(output), "-o", f"{dest}/"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert reported.returncode == 0, reported.stderr
+    return (dest / "report.md").read_text(encoding="utf-8")
+
+
 def checkpoint(output: Path, epoch: int, framework: str) -> Path:
     return output / f"lenet_epoch{epoch}{SUFFIX[framework]}"
 

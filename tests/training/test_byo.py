@@ -177,14 +177,7 @@ def test_your_sequence_model(framework: str, tmp_path: Path) -> None:
     assert hparams["model_args"] == {"width": 48}
 
     if framework == "pytorch":  # the report reads the record alone: one framework suffices
-        reported = subprocess.run(
-            [sys.executable, "-m", "generator", "report", str(output), "-o", f"{tmp_path}/r/"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert reported.returncode == 0, reported.stderr
-        summary = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+        summary = runs.report(output, tmp_path / "r")
         assert "val loss (min)" in summary and "accuracy" not in summary
 
     at = ("--train_url", str(output), *flags)

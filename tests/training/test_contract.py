@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -116,13 +114,6 @@ def test_a_regression_step_trains_keeps_its_best_and_is_reported(
     assert pointer["best"] == best and (output / best).is_file()
     assert pointer["scores"][best] == min(r["loss"] for r in val)
 
-    reported = subprocess.run(
-        [sys.executable, "-m", "generator", "report", str(output), "-o", f"{tmp_path}/report/"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert reported.returncode == 0, reported.stderr
-    summary = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    summary = runs.report(output, tmp_path / "report")
     assert "val loss" in summary and "accuracy" not in summary
     assert (tmp_path / "report" / "report.png").stat().st_size > 0

@@ -190,10 +190,10 @@ def _sidecar(
     images, batch = recorded.images, details["batch"]
     outputs = details.get("output_shape") or [recorded.num_classes]
     meaning = "class scores (softmax: probabilities)"
-    if recorded.numeric or recorded.label_shape:
-        meaning = (
-            "the value" if recorded.numeric else "class scores a position (softmax: last axis)"
-        )
+    if recorded.label_shape:
+        meaning = "class scores a position (softmax: last axis)"
+    if recorded.numeric:
+        meaning = "the value"
     # What wrote and checked the file: Python, the framework, onnx and onnxruntime.
     versions = {"python": platform.python_version()}
     for name in (FRAMEWORK, *(("onnx", "onnxruntime") if fmt.lower() == "onnx" else ())):

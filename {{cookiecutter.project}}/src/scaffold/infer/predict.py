@@ -72,35 +72,30 @@ def predict(task: Task, cfg: Config, framework: Framework, args: argparse.Namesp
     recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     if recorded.num_classes < 1:
         raise ConfigError(f"--checkpoint {recorded.path} does not record its classes: train again")
-    if prompts:
-        tokenizer = tokens.recorded(recorded.tokenizer, f"--checkpoint {recorded.path}")
-        backend = backend_of(framework, cfg, task)
-        try:
-            backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
-            with _Sink(output) as sink:
-                block = recorded.shape[0]
-                for row in generate(backend.infer, tokenizer, prompts, block, args, cfg.seed):
-                    sink.write(row)
-        finally:
-            backend.close()
-        found.said()
-        return sink.count
-    inputs = gather(args.inputs, recorded)
+    # Checked before the framework's work: the tokenizer of a prompt, or every input named.
+    where = f"--checkpoint {recorded.path}"
+    tokenizer = tokens.recorded(recorded.tokenizer, where) if prompts else None
+    inputs = None if prompts else gather(args.inputs, recorded)
     backend = backend_of(framework, cfg, task)
     try:
         backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
         with _Sink(output) as sink:
-            for names, batch in inputs.batches(cfg.batch_size):
-                for row in rows(recorded, names, backend.infer(batch), args.top_k or 5):
+            if inputs is None:
+                block = recorded.shape[0]
+                for row in generate(backend.infer, tokenizer, prompts, block, args, cfg.seed):
                     sink.write(row)
-            if sink.count == 0:
-                raise DatasetError(
-                    f"none of the {len(inputs.names)} input(s) could be read: "
-                    + "; ".join(why for _, why in inputs.unreadable[:2])
-                )
+            else:
+                for names, batch in inputs.batches(cfg.batch_size):
+                    for row in rows(recorded, names, backend.infer(batch), args.top_k or 5):
+                        sink.write(row)
+                if sink.count == 0:
+                    raise DatasetError(
+                        f"none of the {len(inputs.names)} input(s) could be read: "
+                        + "; ".join(why for _, why in inputs.unreadable[:2])
+                    )
     finally:
         backend.close()
-    for line in inputs.report(args.verbose):
+    for line in inputs.report(args.verbose) if inputs is not None else ():
         print(line, file=sys.stderr, flush=True)
     found.said()
     return sink.count

@@ -25,8 +25,12 @@ def test_each_model_takes_any_batch_size_and_class_count(name: str) -> None:
     spec = TASK.models[name]
     net = spec.build(DataShape(spec.input_shape, 12))
     for batch in (1, 5):
-        inputs = np.zeros((batch, *spec.input_shape), np.float32)
-        assert net(ms.Tensor(inputs)).shape == (batch, 12)
+        if spec.ids:  # ids (tokens) in, a score for each class at each position out
+            ids = np.zeros((batch, *spec.input_shape), np.int64)
+            assert net(ms.Tensor(ids)).shape == (batch, *spec.input_shape, 12)
+        else:
+            inputs = np.zeros((batch, *spec.input_shape), np.float32)
+            assert net(ms.Tensor(inputs)).shape == (batch, 12)
     if spec.head:
         # The head is the layer --skip_layers names when the class count changes.
         assert any(p.name.startswith(spec.head + ".") for p in net.trainable_params())

@@ -18,7 +18,11 @@ def test_each_model_takes_any_batch_size_and_class_count(name: str) -> None:
     for classes in (10, 12):
         net = spec.build(DataShape(spec.input_shape, classes))
         for batch in (1, 7, 64):
-            assert net(torch.zeros(batch, *spec.input_shape)).shape == (batch, classes)
+            if spec.ids:  # ids (tokens) in, a score for each class at each position out
+                ids = torch.zeros(batch, *spec.input_shape, dtype=torch.int64)
+                assert net(ids).shape == (batch, *spec.input_shape, classes)
+            else:
+                assert net(torch.zeros(batch, *spec.input_shape)).shape == (batch, classes)
         if spec.head:
             # The head is the layer --skip_layers names when the class count changes.
             assert any(key.startswith(spec.head + ".") for key in net.state_dict())

@@ -10,7 +10,10 @@ PUBLIC = {
     **dict.fromkeys(("DataShape", "Monitor", "Task", "image_input", "model"), "src.scaffold.task"),
     **dict.fromkeys(("Reader", "augment", "reader"), "src.scaffold.data.readers"),
     **dict.fromkeys(("Split", "array_split"), "src.scaffold.data.splits"),
-    **dict.fromkeys(("ByteTokenizer", "CharTokenizer"), "src.scaffold.data.tokens"),
+    **dict.fromkeys(
+        ("ByteTokenizer", "CharTokenizer", "tokenizer_from"), "src.scaffold.data.tokens"
+    ),
+    **dict.fromkeys(("prepared", "text_files", "windows"), "src.scaffold.data.corpus"),
 }
 
 __all__ = sorted(PUBLIC)

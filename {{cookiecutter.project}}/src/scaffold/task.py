@@ -35,17 +35,21 @@ class ModelSpec:
     input_shape: tuple[int, ...]  # the input of a --smoke run (no data to read it from)
     head: str  # the output layer: left initialised by --pretrained with other classes
     where: str  # file:line, for the lines that name it
+    ids: bool = False  # takes integer ids (tokens) below its classes, scores a class a position
 
 
 MODEL_NAMES: dict[str, str] = {}  # the models' names and where each is defined
 
 
-def model(name: str, input_shape: tuple[int, ...], head: str = "") -> Callable:
-    """Mark a model function as the model ``name``; a name already taken is refused."""
+def model(name: str, input_shape: tuple[int, ...], head: str = "", ids: bool = False) -> Callable:
+    """Mark a model function as the model ``name``; a name already taken is refused. ``ids``:
+    it takes integer ids (a language model's tokens) and scores a class at each position (what
+    a --smoke run without data feeds it)."""
 
     def mark(build: Callable[[DataShape], Any]) -> Callable[[DataShape], Any]:
         where = claim("model", name, build, MODEL_NAMES)
-        build.model_spec = ModelSpec(name, build, tuple(input_shape), head, where)  # type: ignore[attr-defined]
+        spec = ModelSpec(name, build, tuple(input_shape), head, where, ids)
+        build.model_spec = spec  # type: ignore[attr-defined]
         return build
 
     return mark

@@ -73,8 +73,22 @@ class DataOptions:
         False, boolean, "augmentation: flip images left-right at random", ("--random_flip",)
     )
 
+    block_size: int = option(
+        128, integer(1), "text: tokens a window (what a language model sees)", ("--block_size",)
+    )
+    tokenizer: Path | None = option(
+        None, Path, "text: a tokenizer.json or Hugging Face tokenizer dir (null: UTF-8 bytes)"
+    )
+
     def reader_options(self) -> dict[str, Any]:
-        return {"label_column": self.label_column, "resize": self.resize, "labels": self.labels}
+        return {
+            "label_column": self.label_column,
+            "resize": self.resize,
+            "labels": self.labels,
+            "test_fraction": self.test_fraction,
+            "block_size": self.block_size,
+            "tokenizer": self.tokenizer,
+        }
 
 
 @dataclass(frozen=True)

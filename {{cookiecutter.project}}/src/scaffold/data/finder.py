@@ -57,8 +57,11 @@ def select(root: Path, name: str | None, fmt: str, readers: Readers) -> Path:
     return unpack(chosen) if chosen.is_file() else chosen
 
 
-def _read(directory: Path, data: DataOptions, readers: Readers) -> tuple[str, dict[str, Split]]:
-    found = detect(readers, directory, data.format, data.reader_options())
+def _read(
+    directory: Path, data: DataOptions, readers: Readers, val_fraction: float
+) -> tuple[str, dict[str, Split]]:
+    options = {**data.reader_options(), "val_fraction": val_fraction}
+    found = detect(readers, directory, data.format, options)
     if found is None:
         raise DatasetError(f"no data in {directory}: looked for {looked_for(readers, data.format)}")
     reader, why = found
@@ -66,9 +69,11 @@ def _read(directory: Path, data: DataOptions, readers: Readers) -> tuple[str, di
     return reader.name, reader.read(directory)
 
 
-def _part(root: Path, data: DataOptions, readers: Readers, split: str) -> tuple[str, Split]:
+def _part(
+    root: Path, data: DataOptions, readers: Readers, split: str, val_fraction: float
+) -> tuple[str, Split]:
     """--traindata/--testdata: the split of that name in the directory, else all of it."""
-    fmt, found = _read(select(root, None, data.format, readers), data, readers)
+    fmt, found = _read(select(root, None, data.format, readers), data, readers, val_fraction)
     if split not in found and "all" not in found:
         raise DatasetError(f"{root} holds no {split} split (it has {', '.join(found)})")
     return fmt, found.get(split, found.get("all"))  # type: ignore[return-value]
@@ -93,14 +98,15 @@ def _same_classes(splits: dict[str, Split]) -> None:
 def load(data: DataOptions, source: Source, readers: Readers) -> tuple[str, dict[str, Split]]:
     """The format, and splits train, test (held out if missing), maybe val; --traindata wins."""
     if source.train_dir and source.test_dir:
-        fmt, train = _part(source.train_dir, data, readers, "train")
-        found = {"train": train, "test": _part(source.test_dir, data, readers, "test")[1]}
+        fmt, train = _part(source.train_dir, data, readers, "train", source.val_fraction)
+        test = _part(source.test_dir, data, readers, "test", source.val_fraction)[1]
+        found = {"train": train, "test": test}
     else:
         root = select(source.root, source.dataset_name, data.format, readers)
-        fmt, found = _read(root, data, readers)
+        fmt, found = _read(root, data, readers, source.val_fraction)
         for given, split in ((source.train_dir, "train"), (source.test_dir, "test")):
             if given:
-                found[split] = _part(given, data, readers, split)[1]
+                found[split] = _part(given, data, readers, split, source.val_fraction)[1]
     if "all" in found:
         found.setdefault("train", found.pop("all"))
     if "test" not in found:
@@ -116,6 +122,9 @@ def num_classes(found: dict[str, Split], configured: int | None) -> int:
     train = found["train"]
     if train.numeric:
         return configured or 1  # the model predicts one value (or as many as asked)
+    size = getattr(train.tokenizer, "size", 0)
+    if size and (configured or size) >= size:  # ids of text: all it may encode (no data read)
+        return configured or size
     names = train.classes
     present = np.unique(train.labels)
     if len(present) < 2:
@@ -175,6 +184,7 @@ def splits(
     readers: Readers,
     declared: tuple[int, ...] = (1, 28, 28),
     smoke: tuple[int, int] | None = None,
+    ids: bool = False,
 ) -> Splits:
     """Train, val and test splits of ``source`` and what is known of them; for --smoke random
     ones (``smoke``: train's samples, the others') of the data's shape, else ``declared``."""
@@ -189,7 +199,9 @@ def splits(
             said = "the model's declared input shape (no data found)"
         log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
         sizes = (smoke[0], smoke[1], smoke[1])
-        made = [synthetic(n, shape, classes, source.seed + i, like) for i, n in enumerate(sizes)]
+        made = [
+            synthetic(n, shape, classes, source.seed + i, like, ids) for i, n in enumerate(sizes)
+        ]
         ids, labels = made[0].ids, made[0].labels.shape[1:]
         mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
         info = DataInfo(

@@ -49,10 +49,19 @@ class Split:
         return len(self) * int(np.prod(self.shape)) * size
 
     def load(self, index: int) -> np.ndarray:
-        if self.arrays is not None:
-            return self.arrays[index]
-        assert self.decode is not None
-        return self.decode(self.files[index])
+        """Sample ``index``: ids as int64 (what embeddings take), whatever they are stored as."""
+        if self.arrays is None:
+            assert self.decode is not None
+            return self.decode(self.files[index])
+        sample = self.arrays[index]
+        if len(self.shape) != 3 and sample.dtype.kind in "iu" and sample.dtype != np.int64:
+            return sample.astype(np.int64)  # a copy: a memory map's pages are not held
+        return sample
+
+    def labels_at(self, indices: np.ndarray | slice) -> np.ndarray:
+        """The labels of ``indices``: class indices as int64 however stored (a memory map of
+        token ids), numbers as float32."""
+        return np.asarray(self.labels[indices], np.float32 if self.numeric else np.int64)
 
     def take(self, indices: Sequence[int] | np.ndarray) -> Split:
         indices = np.asarray(indices, dtype=np.int64)
@@ -62,6 +71,10 @@ class Split:
         return replace(self, labels=self.labels[indices], files=files)
 
     def materialised(self) -> Split:
+        """The split in memory: decoded files, or a memory map's windows read (ids as int64)."""
+        if isinstance(self.arrays, np.memmap):
+            arrays = np.array(self.arrays, np.int64)
+            return replace(self, arrays=arrays, labels=self.labels_at(slice(None)))
         if self.arrays is not None:
             return self
         if len(self):
@@ -155,18 +168,26 @@ def hold_out(train: Split, fraction: float, seed: int, what: str = "val") -> tup
 
 
 def synthetic(
-    count: int, shape: tuple[int, ...], num_classes: int, seed: int, like: Split | None = None
+    count: int,
+    shape: tuple[int, ...],
+    num_classes: int,
+    seed: int,
+    like: Split | None = None,
+    ids: bool = False,
 ) -> Split:
     """Random inputs of ``shape`` and labels: for --smoke runs, which test plumbing only. Like
-    the split ``like`` where there is one: integer ids below its largest, labels of its shape."""
+    the split ``like`` where there is one: integer ids below its largest, labels of its shape;
+    without one, ``ids``: ids below the classes, a label at each position."""
     rng = np.random.default_rng(seed)
-    labels = (count, *(like.labels.shape[1:] if like is not None else ()))
+    labels = (count, *(like.labels.shape[1:] if like is not None else shape if ids else ()))
     if len(shape) == 3:
         inputs = rng.integers(0, 256, size=(count, *shape), dtype=np.uint8)
+    elif like is None and ids:
+        inputs = rng.integers(0, num_classes, size=(count, *shape), dtype=np.int64)
     elif like is not None and like.ids:
-        example = like.arrays if like.arrays is not None else like.load(0)
-        high = int(example.max()) + 1
-        inputs = rng.integers(0, high, size=(count, *shape)).astype(example.dtype)
+        size = getattr(like.tokenizer, "size", 0)  # a memory-mapped corpus is not read
+        high = size or int((like.arrays if like.arrays is not None else like.load(0)).max()) + 1
+        inputs = rng.integers(0, high, size=(count, *shape), dtype=np.int64)
     else:
         inputs = rng.standard_normal(size=(count, *shape)).astype(np.float32)
     return array_split(inputs, rng.integers(0, num_classes, size=labels, dtype=np.int64))

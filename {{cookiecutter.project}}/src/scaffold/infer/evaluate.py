@@ -44,7 +44,9 @@ def evaluate(
     try:
         smoke = cfg.smoke_sizes(backend.world_size)
         source = cfg.source(found.where.data)
-        splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
+        splits = finder.splits(
+            cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+        )
         plan = BatchPlan(len(splits.train), cfg.batch_size, 1, 0, cfg.seed)
         backend.setup(splits, Schedule.of(cfg.schedule, cfg.lr, plan.steps_per_epoch, 1))
         restored = backend.restore(found.recorded.path, "--checkpoint")

@@ -88,7 +88,9 @@ def export(
         backend.prepare(recorded.data_shape, recorded.mean, recorded.std, recorded.path)
         source = cfg.source(found.where.data)
         smoke = cfg.smoke_sizes(backend.world_size)
-        splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
+        splits = finder.splits(
+            cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+        )
         test = splits.test if len(splits.test) else splits.val
         if tuple(test.shape) != recorded.shape:
             raise ExportError(

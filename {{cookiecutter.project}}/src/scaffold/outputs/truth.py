@@ -20,7 +20,7 @@ from src.scaffold.storage.uploads import Remote
 INPUTS = tuple(
     "model model_args data_url dataset_name train_dir test_dir data_format data_label_column"
     " data_labels data_resize data_test_fraction data_mean data_std seed val_fraction num_classes"
-    " batch_size amp context_mode amp_level".split()
+    " data_block_size data_tokenizer batch_size amp context_mode amp_level".split()
 )
 # What every attempt takes from its own command line and environment instead.
 OWN = tuple(

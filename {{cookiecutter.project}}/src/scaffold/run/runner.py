@@ -105,7 +105,9 @@ def _train(
 ) -> None:
     """Train as cfg says; ``asked``: the options as they were given, for the record."""
     source, smoke = cfg.source(where.data), cfg.smoke_sizes(backend.world_size)
-    splits = finder.splits(cfg.data, source, task.readers, backend.input_shape, smoke)
+    splits = finder.splits(
+        cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+    )
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
     sharding.whole_batches(len(splits.train), cfg.batch_size, backend.world_size)

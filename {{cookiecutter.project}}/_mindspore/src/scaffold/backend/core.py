@@ -17,7 +17,7 @@ from mindspore.amp import auto_mixed_precision
 from src.scaffold.backend import devices, guards, saved
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
-from src.scaffold.backend.loader import Loader, labels_of
+from src.scaffold.backend.loader import Loader, typed
 from src.scaffold.backend.options import MSOptions, check_step_options, sink_on
 
 # read_meta and load_arrays are this module's too (api.Framework, checks/test_train.py).
@@ -100,7 +100,7 @@ class MindSporeBackend:
         self.net.set_train(False)
         # Op by op: a graph compiled for these few samples would serve nothing (0.2 s on a CPU).
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        labels = labels_of(split)[:count]
+        labels = typed(split.labels_at(slice(0, count)))
         try:
             outputs = guards.try_batch(name, lambda: self.net(ms.Tensor(inputs)), inputs.shape)
             guards.check_outputs(

@@ -46,8 +46,13 @@ class EpochBatches:
 
 
 def labels_of(split: Split) -> np.ndarray:
-    """int32 class indices (what MindSpore's losses take), float32 values of a numeric target."""
-    return split.labels.astype(np.float32 if split.numeric else np.int32)
+    """int32 class indices (what MindSpore's losses take), float32 values of a numeric target;
+    a memory map's (the tokens of a corpus) left on disk, cast a batch at a time (typed)."""
+    return split.labels if isinstance(split.labels, np.memmap) else typed(split.labels)
+
+
+def typed(labels: np.ndarray) -> np.ndarray:
+    return labels.astype(np.float32 if labels.dtype.kind == "f" else np.int32, copy=False)
 
 
 def sinks_per_epoch(sink: bool, sink_size: int, steps: int) -> int:
@@ -138,7 +143,7 @@ class Loader:
             def batches(epoch: int) -> Iterator[Batch]:
                 order = plan.batches(epoch)
                 for inputs, labels in reader.batches("train", order, epoch, plan.seed):
-                    yield self.normalise(inputs), labels
+                    yield self.normalise(inputs), typed(labels)
 
         else:
             inputs, labels = self.memory["train"]
@@ -168,4 +173,4 @@ class Loader:
         count, size = len(getattr(self.splits, name)), self.batch_size
         plan = (np.arange(i, min(i + size, count)) for i in range(0, count, size))
         batches = self._streamed().batches(name, plan)
-        return ((self.normalise(inputs), labels) for inputs, labels in batches)
+        return ((self.normalise(inputs), typed(labels)) for inputs, labels in batches)

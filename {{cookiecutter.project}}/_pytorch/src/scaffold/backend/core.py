@@ -137,7 +137,7 @@ class TorchBackend:
                 self.spec.name, lambda: self.net(inputs), tuple(inputs.shape)
             )
         self.net.train()
-        labels = torch.from_numpy(np.asarray(split.labels[:count])).to(self.torch_device)
+        labels = torch.from_numpy(split.labels_at(slice(0, count))).to(self.torch_device)
         shape, info = tuple(labels.shape), splits.info
         guards.check_outputs(self.spec.name, outputs, shape, info.num_classes, split.numeric)
         if len(shape) > 1:  # not a class or value a sample: the loss says if outputs fit

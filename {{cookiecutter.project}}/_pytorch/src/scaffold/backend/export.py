@@ -3,12 +3,15 @@ TorchScript (torch.jit.trace), each loaded back and checked against the model.""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import os
 import re
+import sys
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -28,6 +31,24 @@ def unavailable(fmt: str, backend: Any) -> str | None:
 def _model(backend: Any) -> torch.nn.Module:
     net = copy.deepcopy(backend.net).to("cpu", memory_format=torch.contiguous_format)
     return net.float().eval()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Standard output and error to nowhere, at the descriptors: what torch's C++ side writes
+    there is dropped too (a failed try prints the whole graph)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        for fd, copy_ in zip((1, 2), saved):
+            os.dup2(copy_, fd)
+            os.close(copy_)
 
 
 def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, Any]:
@@ -50,9 +71,15 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
             opset = OPSET
             while True:
                 try:
-                    torch.onnx.export(
-                        net, (inputs,), str(path), dynamic_axes=axes, opset_version=opset, **options
-                    )
+                    with _quiet():
+                        torch.onnx.export(
+                            net,
+                            (inputs,),
+                            str(path),
+                            dynamic_axes=axes,
+                            opset_version=opset,
+                            **options,
+                        )
                     break
                 except Exception as err:  # torch.onnx's UnsupportedOperatorError, by its line
                     # An operator newer than opset 11 (fused attention: 14): the opset it names.

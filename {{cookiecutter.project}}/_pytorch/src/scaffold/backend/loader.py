@@ -57,7 +57,7 @@ class SplitDataset(Dataset):
             if self.rng is None:
                 self.rng = np.random.default_rng(torch.initial_seed())  # one stream per worker
             sample = self.augment(sample, self.rng, self.crop, self.flip)
-        return torch.from_numpy(np.asarray(sample)), torch.as_tensor(self.split.labels[index])
+        return torch.from_numpy(np.asarray(sample)), torch.from_numpy(self.split.labels_at(index))
 
 
 class PlanSampler(DistributedSampler):

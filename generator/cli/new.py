@@ -16,6 +16,7 @@ from generator.render.options import (
     MS_TRAIN_LOOPS,
     PLATFORMS,
     TARGETS,
+    TASKS,
 )
 
 
@@ -32,6 +33,11 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.command()
 @click.argument("project")
 @click.option("--framework", type=click.Choice(FRAMEWORKS), help="Training framework.")
+@click.option(
+    "--task",
+    type=click.Choice(TASKS),
+    help="classify (images, table rows; the default) or lm (a language model of text).",
+)
 @click.option("--target", type=click.Choice(TARGETS), help="Accelerator target.")
 @click.option("--platform", type=click.Choice(PLATFORMS), help="Where the job is submitted.")
 @click.option(
@@ -68,6 +74,7 @@ def _parse_set(pairs: tuple[str, ...]) -> dict[str, str]:
 def new(
     project: str,
     framework: str | None,
+    task: str | None,
     target: str | None,
     platform: str | None,
     devices_per_node: str | None,
@@ -85,6 +92,7 @@ def new(
     given: dict[str, object | None] = _parse_set(set_pairs)
     flags = {
         "framework": framework,
+        "task": task,
         "target": target,
         "platform": platform,
         "devices_per_node": devices_per_node,

@@ -13,6 +13,11 @@ from pathlib import Path
 from generator.render import pristine
 from generator.render.options import FRAMEWORKS, Options
 
+# A language model's project (task lm): its src/data.py and demo text (_lm/), its model and
+# step (_lm_<framework>/), over the framework's; the digits make way for the text.
+LM_OVERLAYS = ("_lm", *(f"_lm_{framework}" for framework in FRAMEWORKS))
+DIGITS = ("data/train", "data/test")
+
 # Files only an Ascend job uses; a cuda-only project does not carry them.
 ASCEND_ONLY = (
     "rank_table_8p.json",
@@ -40,18 +45,27 @@ MS_LOOP = "src/scaffold/backend/train_loop.py"
 MS_LOOP_TESTS = {"custom": "checks/test_custom_loop.py"}
 
 
-def finalize(project_dir: Path, options: Options) -> None:
-    """Move ``_<framework>/`` over the project root, remove the other overlays,
-    drop target-specific files that do not apply, make the scripts executable and
-    keep a copy of the result (generator/render/pristine.py)."""
-    overlay = project_dir / f"_{options.framework}"
+def _move_over(overlay: Path, project_dir: Path) -> None:
     for source in sorted(overlay.rglob("*")):
         if source.is_file():
             dest = project_dir / source.relative_to(overlay)
             dest.parent.mkdir(parents=True, exist_ok=True)
             source.replace(dest)
-    for framework in FRAMEWORKS:
-        shutil.rmtree(project_dir / f"_{framework}", ignore_errors=True)
+
+
+def finalize(project_dir: Path, options: Options) -> None:
+    """Move ``_<framework>/`` over the project root, remove the other overlays,
+    drop target-specific files that do not apply, make the scripts executable and
+    keep a copy of the result (generator/render/pristine.py)."""
+    overlays = [f"_{options.framework}"]
+    if options.task == "lm":
+        for digits in DIGITS:
+            shutil.rmtree(project_dir / digits)
+        overlays += ["_lm", f"_lm_{options.framework}"]
+    for overlay in overlays:
+        _move_over(project_dir / overlay, project_dir)
+    for name in (*(f"_{framework}" for framework in FRAMEWORKS), *LM_OVERLAYS):
+        shutil.rmtree(project_dir / name, ignore_errors=True)
     # Kept without its dot in the template: a real .gitignore there would hide
     # the template's own files (the sample data) from this repo's git.
     gitignore = project_dir / "gitignore"

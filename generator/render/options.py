@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass
 from generator.errors import OptionError
 
 FRAMEWORKS = ("pytorch", "mindspore")
+# What the project's model does: classify images or table rows (LeNet on the digits), or model
+# language (a small GPT on text): its src/model.py, src/data.py, src/step.py and demo data.
+TASKS = ("classify", "lm")
 TARGETS = ("cuda", "ascend", "both")
 PLATFORMS = ("openi", "modelarts", "generic")
 DEVICES_PER_NODE = (1, 2, 4, 8, 16)
@@ -52,6 +55,7 @@ class Options:
     ms_train_loop: str = "model"
     chip: str = "910b"
     arch: str = "auto"
+    task: str = "classify"  # last: older callers name the others by position
 
     def image_arch(self, target: str) -> str:
         """The CPU the ``target`` image is built for: the project's answer, or auto's."""
@@ -99,6 +103,18 @@ def _devices(value: object, target: str, chip: str) -> int:
     return devices
 
 
+def _check_task(task: str, framework: str, target: str, chip: str) -> None:
+    """A language model on MindSpore takes Ascend's fused attention (flash_attention_score),
+    which the Atlas A2 and A3 chips have and the first Ascend 910 has not."""
+    if task == "lm" and framework == "mindspore" and target != "cuda" and chip in EIGHT_ONLY_CHIPS:
+        raise OptionError(
+            "task",
+            f"lm with MindSpore on chip {chip}: the model's fused attention "
+            "(flash_attention_score) runs on Atlas A2 and A3 (--chip 910b or 910_93), "
+            "not on the Ascend 910; choose one of those, or --target cuda",
+        )
+
+
 def validate(values: Mapping[str, object]) -> Options:
     """Check raw option values (strings from cookiecutter or the CLI) and type them.
 
@@ -116,9 +132,12 @@ def validate(values: Mapping[str, object]) -> Options:
     nnodes = _integer("nnodes", values.get("nnodes", 1), nodes_rule)
     if not 1 <= nnodes <= MAX_NODES:
         raise OptionError("nnodes", f"{nnodes} is out of range; {nodes_rule}")
+    task = _choice("task", values.get("task", "classify"), TASKS)
+    _check_task(task, framework, target, chip)
     return Options(
         project=project,
         framework=framework,
+        task=task,
         target=target,
         platform=_choice("platform", values.get("platform", "openi"), PLATFORMS),
         devices_per_node=devices,

@@ -108,7 +108,8 @@ def render(options: Options, output_dir: Path, *, no_input: bool = True) -> Path
             )
     except OutputDirExistsException as err:
         raise OutputExists(f"{target} already exists (nothing was changed)") from err
-    except (CookiecutterException, TemplateError) as err:
+    except (CookiecutterException, TemplateError, UnicodeDecodeError) as err:
+        # UnicodeDecodeError: a file that is not text, outside _copy_without_render.
         raise RenderError(f"the template failed to render: {err}") from err
     if no_input:
         try:
@@ -192,8 +193,10 @@ def _generate(template: Path, extra: dict[str, str], output_dir: Path) -> Path:
 
 
 RECORD_FILE = ".train-template.json"
-# Every answer a record holds; `arch` came later (older records lack it: auto).
-RECORD_KEYS = tuple(field.name for field in fields(Options) if field.name != "arch")
+# Every answer a record holds; `arch` and `task` came later (older records lack them: auto,
+# classify).
+LATER_KEYS = ("arch", "task")
+RECORD_KEYS = tuple(field.name for field in fields(Options) if field.name not in LATER_KEYS)
 
 
 def read_record(project_dir: Path) -> Options:

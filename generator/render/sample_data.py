@@ -98,6 +98,18 @@ def write_sample_dataset(dest: Path, gz: bool = True) -> list[Path]:
     return [write_idx(dest / name, array, gz=gz) for name, array in files.items()]
 
 
+# The demo text of language-model projects (task lm): Python's documentation topics (PSF).
+TEMPLATE_TEXT = TEMPLATE_DATA_DIR.parent / "_lm" / "data" / "pydoc-topics.txt"
+
+
+def write_text_corpus(dest: Path = TEMPLATE_TEXT) -> Path:
+    """Every topic of ``pydoc_data.topics``, in name order, as one UTF-8 file."""
+    from pydoc_data.topics import topics
+
+    dest.write_text("".join(topics[key] for key in sorted(topics)), encoding="utf-8")
+    return dest
+
+
 if __name__ == "__main__":
     for written in write_sample_dataset(
         Path(sys.argv[1]) if len(sys.argv) > 1 else TEMPLATE_DATA_DIR

@@ -72,7 +72,15 @@ def new_options(old: Options, sets: Mapping[str, str]) -> Options:
     for key in sets:
         if key not in known:
             raise OptionError(key, f"unknown option; known options are {', '.join(known)}")
-    return validate({**old.as_context(), **sets})
+    options = validate({**old.as_context(), **sets})
+    if options.task != old.task:
+        raise OptionError(
+            "task",
+            f"this project's task is {old.task}: its src/model.py, src/data.py and src/step.py "
+            f"are yours, and gen update does not replace them; start a project with "
+            f"gen new --task {options.task} and move what you keep",
+        )
+    return options
 
 
 def prepare(

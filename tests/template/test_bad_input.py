@@ -89,6 +89,12 @@ def test_gen_new_rejects_bad_project_name(workdir: Path, project: str) -> None:
         (["--set", "project=other"], ["'other' differs from the PROJECT argument 'demo'"]),
         (["--ms-train-loop", "custom"], ["ms_train_loop", "a pytorch project has none"]),
         (["--arch", "arm"], ["--arch", "aarch64"]),
+        (["--task", "detect"], ["task", "'classify', 'lm'"]),
+        # MindSpore's model of text takes Ascend's fused attention, which the 910 has not.
+        (
+            ["--task", "lm", "--framework", "mindspore", "--target", "ascend", "--chip", "910"],
+            ["task: lm with MindSpore on chip 910", "--chip 910b or 910_93", "--target cuda"],
+        ),
     ],
 )
 def test_gen_new_rejects_bad_options(workdir: Path, args: list[str], words: list[str]) -> None:

@@ -215,6 +215,17 @@ def test_set_devices_per_node_rerenders_the_launch_scripts(project: Path) -> Non
     assert (project / ARCHIVE).read_bytes() == (fresh / ARCHIVE).read_bytes()
 
 
+def test_set_task_is_refused_the_researchers_files_untouched(project: Path) -> None:
+    """A classifier's src/model.py, src/data.py and src/step.py are the researcher's: gen update
+    does not swap them for a language model's."""
+    before = tree(project)
+    refused = gen(project, "--set", "task=lm")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith("error: task: this project's task is classify: ")
+    assert "gen new --task lm" in refused.stderr
+    assert tree(project) == before
+
+
 def test_a_dirty_tree_is_refused_and_a_dry_run_changes_nothing(
     project: Path, template_repo: tuple[Path, str]
 ) -> None:

@@ -101,7 +101,8 @@ def test_the_same_command_rerun_continues_and_another_is_refused_naming_what_dif
     assert main([*argv, "--device_target", "cpu"]) == 0  # where it runs is the attempt's own
     assert main([*argv, "--lr", "0.5"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not this command's run (its lr 0.01, this one's 0.5)" in err
+    said = f"not this command's run (its lr {cfg.lr}, this one's 0.5)"
+    assert err.count("\n") == 1 and said in err
     # A record that does not hold an option (another version's) is not known to be the same.
     del record["epoch_size"]
     (tmp_path / "hparams.json").write_text(json.dumps(record, default=str))

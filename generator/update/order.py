@@ -23,7 +23,10 @@ from generator.version import template_commit, template_history
 # Answers added to the template after projects began to record theirs, with the commit
 # that added each: a record from before it lacks the answer and takes its default; one
 # from after it must hold it. (generator/render/project.py's read_record refuses any other key.)
-KEYS_ADDED = {"arch": "20174255bf381cd58481687d629bc24b17c0be34"}
+KEYS_ADDED = {
+    "arch": "20174255bf381cd58481687d629bc24b17c0be34",
+    "task": "9d81056d1e70084c950f4e76da09ff47cc9850e5",
+}
 
 
 class Direction(str, Enum):

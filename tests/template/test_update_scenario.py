@@ -69,7 +69,9 @@ def _second_commit(root: Path) -> tuple[str, str]:
         module.write(f"\n{V2_SCAFFOLD}\n")
     with (template / "README.md").open("a", encoding="utf-8") as readme:
         readme.write(f"\n{V2_README}\n")
-    edit(template / "config.yaml", "\nbatch_size: 32\n", "\nbatch_size: 64\n")
+    # The classifier's batch_size (a language model's has its own, in another branch).
+    per_device = "\n# Per device: with N devices a step trains on N x batch_size samples.\n"
+    edit(template / "config.yaml", f"{per_device}batch_size: 32\n", f"{per_device}batch_size: 64\n")
     checks = sorted((template / "checks").glob("test_*.py"))
     checks[0].unlink()
     (template / MODULE).write_text('"""Retries, new in template v2."""\n', encoding="utf-8")

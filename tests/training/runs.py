@@ -161,3 +161,32 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     """A finished process's stdout; the test fails with its output when it failed."""
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
+
+
+def two_workers(project: Path, output: Path, *args: str, env: dict[str, str] | None = None) -> Path:
+    """train.py under msrun with 2 workers, into output."""
+    msrun = [str(Path(sys.executable).parent / "msrun"), "--worker_num=2", "--local_worker_num=2"]
+    msrun += [f"--master_port={free_port()}", f"--log_dir={output}-logs", "--join=True"]
+    args = ("--device_target", "cpu", "--train_url", str(output), *args)
+    result = subprocess.run(
+        [*msrun, "train.py", *args],
+        cwd=project,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    logs = "".join(p.read_text()[-2000:] for p in Path(f"{output}-logs").glob("worker_*.log"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:] + logs
+    return output
+
+
+def torchrun_train(
+    project: Path, output: Path, *args: str, env: dict[str, str] | None = None
+) -> Path:
+    """train.py under torchrun with 2 processes on the CPU, into output."""
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    argv = ("train.py", "--device_target", "cpu", "--train_url", str(output), *args)
+    result = run(project, *launcher, *argv, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return output

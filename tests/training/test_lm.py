@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,10 @@ TINY = ("--model_args", "layers=2,heads=2,width=64", "--data_block_size", str(BL
 # the same every time, so 2.7 keeps a margin of 0.34.
 LM_LOSS = 2.7
 EXPORT = {"pytorch": "onnx", "mindspore": "MINDIR"}
+# 12 AdamW steps, the gradients of 2 ranks averaged in another order than one process sums
+# them: the weights agree to 7.5e-9 here (the token embeddings, either framework); a batch
+# read in another order moves them by about the learning rate (2e-3) a step.
+ATOL_TWO_RANKS = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +54,16 @@ def test_the_shipped_language_model_trains_evaluates_generates_and_exports(
     framework: str, lm_projects: dict[str, Path], tmp_path: Path
 ) -> None:
     project, env = lm_projects[framework], cached(tmp_path)
+    # The README's commands, which this test runs with the flags of a smaller model.
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## A language model\n", 1)[1].split("\n## ", 1)[0]
+    for command in (
+        "bash scripts/run_1p.sh",
+        "python eval.py --split val",
+        'python predict.py --prompt "The class " --max_new_tokens 200 --temperature 0.8',
+        f"python export.py --format {EXPORT[framework]}",
+    ):
+        assert f"\n{command}" in section, command
     output = runs.train(project, tmp_path / "out", *TINY, "--epoch_size", "1", env=env)
     val = [m for m in runs.metrics(output) if m["type"] == "val"][-1]
     assert val["loss"] < LM_LOSS, val
@@ -176,3 +193,106 @@ def test_a_tokenizer_json_tokenizes_the_text_and_travels_with_the_checkpoint(
     (row,) = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     # Five BPE tokens, decoded by the recorded tokenizer: text, not ids.
     assert row["text"] and tokenizer.encode(row["prompt"]).ids == tokenizer.encode("def ").ids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_two_ranks_end_with_the_weights_of_one(
+    framework: str, lm_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    """torchrun's or msrun's 2 ranks of 16 windows a step: the weights of one process of 32,
+    as the classifier's runs; the ranks, racing, tokenized the text once, into one cache."""
+    project, steps = lm_projects[framework], (*TINY, "--max_steps", "12")
+    alone = runs.clean_env(TRAIN_CACHE_DIR=str(tmp_path / "cache-one"))
+    single = runs.train(project, tmp_path / "one", *steps, "--batch_size", "32", env=alone)
+    launch = runs.torchrun_train if framework == "pytorch" else runs.two_workers
+    two = launch(project, tmp_path / "two", *steps, "--batch_size", "16", env=cached(tmp_path))
+    name = f"gpt_epoch1{runs.SUFFIX[framework]}"
+    runs.assert_same_weights(two / name, single / name, ATOL_TWO_RANKS)
+    assert len(list((tmp_path / "cache" / "tokens").glob("*.bin"))) == 1
+
+
+MEMORY = Path("/sys/fs/cgroup/memory")  # cgroup v1's memory controller (this machine's)
+# The run's memory: torchrun, its 2 ranks and their loader processes take 1.0 GiB of their own
+# (measured, on 140 MB of text) besides the pages of the text they map, which the kernel gives
+# back under the limit.
+LIMIT = 3 << 29  # 1.5 GiB
+CORPUS = 7 << 28  # 1.75 GiB of text: more than the limit, tokenized and trained under it
+
+
+def in_group(group: Path) -> None:
+    """A child process's start: into ``group``, with all it starts after."""
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+
+
+@pytest.mark.slow
+def test_a_corpus_larger_than_the_memory_limit_trains(
+    lm_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    """The text, written and trained inside a memory cgroup of 1.5 GiB, is 1.75 GiB: torchrun's
+    2 ranks race to tokenize it (once, into a memory map), read their windows of it, train 3
+    steps and validate, the page cache of the map given back as they go."""
+    group = MEMORY / f"train-template-lm-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(LIMIT))
+        data = tmp_path / "data"
+        data.mkdir()
+        write = (
+            "import sys\nfrom pydoc_data.topics import topics\n"
+            "text = ''.join(topics[k] for k in sorted(topics)).encode()\n"
+            "with open(sys.argv[1], 'wb') as out:\n"
+            "    for _ in range(int(sys.argv[2]) // len(text) + 1):\n"
+            "        out.write(text)\n"
+        )
+        corpus = data / "big.txt"
+        argv = [sys.executable, "-c", write, str(corpus), str(CORPUS)]
+        subprocess.run(argv, check=True, preexec_fn=lambda: in_group(group), timeout=300)
+        assert corpus.stat().st_size > CORPUS > LIMIT
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        args = ["--nproc_per_node", "2", "train.py", "--device_target", "cpu"]
+        args += ["--data_url", str(data), "--train_url", str(tmp_path / "out"), "--max_steps", "3"]
+        args += ["--model_args", "layers=1,heads=2,width=32", "--data_block_size", "512"]
+        args += ["--val_fraction", "0.0005", "--data_test_fraction", "0.0005"]
+        result = subprocess.run(
+            [*launcher, *args],
+            cwd=lm_projects["pytorch"],
+            env=cached(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            preexec_fn=lambda: in_group(group),
+        )
+        # Times the group reached its limit and the kernel took pages back: the limit held.
+        reached = int((group / "memory.failcnt").read_text())
+    finally:
+        group.rmdir()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert reached > 0
+    # Tokenized once, by whichever rank came first (the other waited): one map, a byte a token.
+    (tokens,) = (tmp_path / "cache" / "tokens").glob("*.bin")
+    assert tokens.stat().st_size == corpus.stat().st_size
+    assert len(list((tmp_path / "cache" / "tokens").glob(".tokens-*.done"))) == 1
+    assert "streamed from disk" in result.stdout
+    rows = runs.metrics(tmp_path / "out")
+    assert [r["step"] for r in rows if r["type"] == "val"] == [3]
+
+
+# The project's own checks that follow its model and step (the rest are the floor's, which
+# tests/training/test_contract.py runs in classifiers of both frameworks): the models take ids
+# and score each position; --smoke, resume and --pretrained with them (PyTorch; MindSpore's
+# take minutes on this CPU and share the floor's code).
+OWN_CHECKS = {
+    "pytorch": ("checks/test_model.py", "checks/test_train.py", "checks/test_rundir.py"),
+    "mindspore": ("checks/test_model.py",),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_projects_own_checks_pass(framework: str, lm_projects: dict[str, Path]) -> None:
+    project = lm_projects[framework]
+    checks = runs.run(
+        project, "-m", "pytest", "-q", "-p", "no:cacheprovider", *OWN_CHECKS[framework], timeout=900
+    )
+    assert checks.returncode == 0, checks.stdout[-3000:]

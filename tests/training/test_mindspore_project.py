@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,10 @@ from tests.training.runs import (
     assert_same_weights,
     clean_env,
     epoch_rows,
-    free_port,
     metrics,
     run,
     train,
+    two_workers,
 )
 
 LOOPS = ("model", "custom")
@@ -42,24 +40,6 @@ def project(loop: str, mindspore_projects: dict[str, Path]) -> Path:
 def loop_run(loop: str, full_run) -> Path:
     """One process, the shipped config: 12 epochs of batch 32 on the project's ./data."""
     return full_run(loop)
-
-
-def two_workers(project: Path, output: Path, *args: str) -> Path:
-    """train.py under msrun with 2 workers, into output."""
-    msrun = [str(Path(sys.executable).parent / "msrun"), "--worker_num=2", "--local_worker_num=2"]
-    msrun += [f"--master_port={free_port()}", f"--log_dir={output}-logs", "--join=True"]
-    args = ("--device_target", "cpu", "--train_url", str(output), *args)
-    result = subprocess.run(
-        [*msrun, "train.py", *args],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    logs = "".join(p.read_text()[-2000:] for p in Path(f"{output}-logs").glob("worker_*.log"))
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:] + logs
-    return output
 
 
 @pytest.fixture(scope="module")

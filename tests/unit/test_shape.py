@@ -24,8 +24,10 @@ MAX_SCRIPT_LINES = 180
 MIN_RUN = 6
 # File pairs sharing a run at e1a7ded, before the scaffold was unified (issue 9): 17, where
 # `duplicates` counted 19, mostly the same (the frameworks' train.py, loops, tests and
-# launchers). At most half now.
-MAX_SHARED_PAIRS = 8
+# launchers). At most half now; and the two a language-model project adds by design, as the
+# classifier's files do: its model written in each framework, and its step.py's train_step, the
+# classifier's (each project's step.py is whole, the researcher's to read and change).
+MAX_SHARED_PAIRS = 10
 
 
 def _tracked(*patterns: str, repo: Path = REPO) -> list[Path]:

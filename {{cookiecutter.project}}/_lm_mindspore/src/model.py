@@ -19,7 +19,6 @@ import math
 import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
-from mindspore.common.initializer import Normal
 
 from src.scaffold import DataShape, model
 
@@ -32,6 +31,13 @@ from src.scaffold import DataShape, model
 # mindspore.ops.flash_attention_score.html
 FUSED_MASK = 2048
 CAUSAL = 2  # sparse_mode leftUpCausal
+# MindSpore's float16 and float32, as the dtypes of numpy's.
+HALF, SINGLE = (ms.Tensor(np.zeros(1, kind)).dtype for kind in (np.float16, np.float32))
+
+
+def normal(shape: tuple[int, ...], std: float) -> ms.Tensor:
+    """Initial weights drawn from normal(0, std), by numpy's generator (which the run seeds)."""
+    return ms.Tensor(np.random.normal(0.0, std, shape).astype(np.float32))
 
 
 class CausalSelfAttention(nn.Cell):
@@ -39,8 +45,12 @@ class CausalSelfAttention(nn.Cell):
         super().__init__()
         if width % heads:
             raise ValueError(f"model gpt: width {width} is not a multiple of heads {heads}")
-        self.qkv = nn.Dense(width, 3 * width, weight_init=Normal(0.02), bias_init="zeros")
-        self.proj = nn.Dense(width, width, weight_init=Normal(std), bias_init="zeros")
+        self.qkv = nn.Dense(
+            width, 3 * width, weight_init=normal((3 * width, width), 0.02), bias_init="zeros"
+        )
+        self.proj = nn.Dense(
+            width, width, weight_init=normal((width, width), std), bias_init="zeros"
+        )
         self.heads, self.size = heads, width // heads
         self.scale = 1.0 / math.sqrt(self.size)
         self.dropout = nn.Dropout(p=dropout)
@@ -72,8 +82,8 @@ class CausalSelfAttention(nn.Cell):
     def attend_fused(self, q, k, v):
         """The same on an Ascend NPU, by the fused kernel (float16 in, the input's type out)."""
         dtype = q.dtype
-        if dtype == ms.float32:
-            q, k, v = q.astype(ms.float16), k.astype(ms.float16), v.astype(ms.float16)
+        if dtype == SINGLE:
+            q, k, v = q.astype(HALF), k.astype(HALF), v.astype(HALF)
         y = ops.flash_attention_score(
             q,
             k,
@@ -98,9 +108,13 @@ class Block(nn.Cell):
         self.norm2 = nn.LayerNorm((width,), epsilon=1e-5)
         self.attention = CausalSelfAttention(width, heads, block, dropout, std)
         self.mlp = nn.SequentialCell(
-            nn.Dense(width, 4 * width, weight_init=Normal(0.02), bias_init="zeros"),
+            nn.Dense(
+                width, 4 * width, weight_init=normal((4 * width, width), 0.02), bias_init="zeros"
+            ),
             nn.GELU(approximate=True),
-            nn.Dense(4 * width, width, weight_init=Normal(std), bias_init="zeros"),
+            nn.Dense(
+                4 * width, width, weight_init=normal((width, 4 * width), std), bias_init="zeros"
+            ),
             nn.Dropout(p=dropout),
         )
 
@@ -117,8 +131,10 @@ class GPT(nn.Cell):
         # GPT-2's init: normal(0, 0.02), biases 0; the residual projections (attention's proj,
         # the MLP's last) scaled by 1/sqrt(2 * layers), as each block adds two to the stream.
         std = 0.02 / math.sqrt(2 * layers)
-        self.tokens = nn.Embedding(vocabulary, width, embedding_table=Normal(0.02))
-        self.positions = nn.Embedding(block, width, embedding_table=Normal(0.02))
+        self.tokens = nn.Embedding(
+            vocabulary, width, embedding_table=normal((vocabulary, width), 0.02)
+        )
+        self.positions = nn.Embedding(block, width, embedding_table=normal((block, width), 0.02))
         self.blocks = nn.CellList([Block(width, heads, block, dropout, std) for _ in range(layers)])
         self.norm = nn.LayerNorm((width,), epsilon=1e-5)
         self.ids = ms.Tensor(np.arange(block, dtype=np.int32))

@@ -62,14 +62,20 @@ def evaluate(net: ms.nn.Cell, batches: list) -> dict[str, float]:
 def test_evaluate_takes_a_last_partial_batch() -> None:
     net = MODEL.build(DataShape(MODEL.input_shape, 10))
     rng = np.random.default_rng(0)
-    # 1001 samples: a full batch of 1000 and a last one of 1.
-    inputs = rng.standard_normal((1001, *MODEL.input_shape)).astype(np.float32)
-    labels = np.zeros(1001, np.int32)
-    metrics = evaluate(net, [(inputs[:1000], labels[:1000]), (inputs[1000:], labels[1000:])])
+    # A full batch and a last one of 1: 1000 samples, or 32 sequences of ids (tokens), evaluated
+    # a training batch at a time, below the classes, with a label at each position.
+    full = 32 if MODEL.ids else 1000
+    if MODEL.ids:
+        inputs = rng.integers(0, 10, (full + 1, *MODEL.input_shape))
+        labels = np.zeros((full + 1, *MODEL.input_shape), np.int32)
+    else:
+        inputs = rng.standard_normal((full + 1, *MODEL.input_shape)).astype(np.float32)
+        labels = np.zeros(full + 1, np.int32)
+    metrics = evaluate(net, [(inputs[:full], labels[:full]), (inputs[full:], labels[full:])])
     whole = evaluate(net, [(inputs, labels)])
     assert metrics.keys() == whole.keys() and TASK.monitor.metric in whole
     for name, value in whole.items():
-        # One batch of 1001 against 1000 + 1: float32 sums in another order, ~1e-7 relative.
+        # One batch against a full one and 1: float32 sums in another order, ~1e-7 relative.
         assert value == pytest.approx(metrics[name], rel=1e-5), name
 
 

@@ -44,7 +44,10 @@ class Split:
 
     @property
     def nbytes(self) -> int:
-        """The inputs' size once decoded (what holding the split in memory costs)."""
+        """The inputs' size once decoded (what holding the split in memory costs): a memory
+        map's ids and labels read as int64."""
+        if isinstance(self.arrays, np.memmap):
+            return len(self) * int(np.prod(self.shape)) * 2 * np.dtype(np.int64).itemsize
         size = self.arrays.itemsize if self.arrays is not None else 1 if len(self.shape) == 3 else 4
         return len(self) * int(np.prod(self.shape)) * size
 

@@ -79,7 +79,7 @@ def export(
     found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
     recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     path = args.output or Path("export") / f"{recorded.path.stem}{exporter.FORMATS[fmt]}"
-    if path.suffix.lower() != exporter.FORMATS[fmt]:
+    if path.suffix != exporter.FORMATS[fmt]:  # as the frameworks read it: in lower case
         raise ConfigError(f"--output {path}: a {fmt} file ends in {exporter.FORMATS[fmt]}")
     backend = backend_of(framework, cfg, task)
     try:

@@ -168,7 +168,10 @@ class Loader:
         """The "val" or "test" split in order, in batches (the last one partial)."""
         if name in self.memory:
             inputs, labels = self.memory[name]
-            spans = (slice(i, i + EVAL_BATCH) for i in range(0, len(labels), EVAL_BATCH))
+            # Sequences of ids (a language model's): a training batch at a time, as their
+            # attention grows with the square of their length.
+            size = self.batch_size if self.splits.info.ids else EVAL_BATCH
+            spans = (slice(i, i + size) for i in range(0, len(labels), size))
             return ((inputs[span], labels[span]) for span in spans)
         count, size = len(getattr(self.splits, name)), self.batch_size
         plan = (np.arange(i, min(i + size, count)) for i in range(0, count, size))

@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from src.scaffold.backend import devices, distributed, guards, saved
 from src.scaffold.backend.api import EpochEnd, TrainOptions
-from src.scaffold.backend.loader import InMemory, Normalise, Streamed, auto_workers
+from src.scaffold.backend.loader import EVAL_BATCH, InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
 from src.scaffold.backend.saved import CHECKPOINT_SUFFIX, load_arrays, read_meta  # noqa: F401
 from src.scaffold.backend.schedule import Schedule
@@ -46,6 +46,7 @@ class TorchBackend:
         self.importing: threading.Thread | None = None
         self.options, self.step, self.augment = options, task.step, task.augment
         self.accumulate = options.accumulate
+        self.eval_batch = EVAL_BATCH  # samples evaluated at a time (prepare: by the data)
         self.spec = task.model(options.model)
         self.input_shape = self.spec.input_shape
         place = distributed.placement()
@@ -109,6 +110,9 @@ class TorchBackend:
             ids = None if device.type == "cpu" else [device.index]
             self.model = DistributedDataParallel(self.net, device_ids=ids)
         normalise = Normalise(info.mean, info.std, len(info.shape), device)
+        # Sequences of ids (a language model's): evaluated a training batch at a time, as their
+        # attention grows with the square of their length; other samples EVAL_BATCH at a time.
+        self.eval_batch = options.batch_size if info.ids else EVAL_BATCH
         self._check_model(splits, normalise)
         self._imported()
         if info.in_memory:
@@ -194,7 +198,7 @@ class TorchBackend:
         self.net.eval()
         sums: dict[str, torch.Tensor] = {}
         count = 0
-        for inputs, labels in self.data[split].batches():
+        for inputs, labels in self.data[split].batches(self.eval_batch):
             with self.precision.autocast():
                 logits = self.net(inputs).float()
             for key, value in self.step.metrics(logits, labels).items():

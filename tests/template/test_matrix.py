@@ -38,6 +38,15 @@ COMBINATIONS = [
     # The loop option means nothing to PyTorch projects: render them once.
     if framework == "mindspore" or loop == MS_TRAIN_LOOPS[0]
 ]
+# Language-model projects (gen new --task lm) on every framework, target and platform: their own
+# src/ and data/ over the same floor, which the combinations above cover in full.
+LM_COMBINATIONS = [
+    Options(f"lm{i}", framework, target, platform, task="lm")
+    for i, (framework, target, platform) in enumerate(
+        itertools.product(FRAMEWORKS, TARGETS, PLATFORMS)
+    )
+]
+COMBINATIONS += LM_COMBINATIONS
 LEFTOVER = re.compile(r"\{\{|\{%|\{#|cookiecutter\.")
 
 
@@ -53,12 +62,18 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[Options, Path]:
 
 
 def _text_files(project: Path) -> list[Path]:
-    return [p for p in project.rglob("*") if p.is_file() and p.suffix not in (".gz", ".png")]
+    """The rendered files: not the demo data (a language model's text quotes Jinja's {%)."""
+    return [
+        p
+        for p in project.rglob("*")
+        if p.is_file() and p.suffix not in (".gz", ".png") and p.parent != project / "data"
+    ]
 
 
 def test_matrix_covers_every_combination(matrix: dict[Options, Path]) -> None:
     per_framework = len(TARGETS) * len(PLATFORMS) * len(DEVICES_PER_NODE) * 2
-    assert len(matrix) == per_framework * (1 + len(MS_TRAIN_LOOPS))
+    lm = len(FRAMEWORKS) * len(TARGETS) * len(PLATFORMS)
+    assert len(matrix) == per_framework * (1 + len(MS_TRAIN_LOOPS)) + lm
 
 
 @pytest.mark.parametrize("options", COMBINATIONS, ids=lambda o: "-".join(o.as_context().values()))

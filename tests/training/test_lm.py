@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from generator.render.options import Options
+from generator.shipped.report import metric_names
+from generator.shipped.report_runs import load_run
 from tests.conftest import render_once
 from tests.training import runs
 
@@ -74,6 +76,12 @@ def test_the_shipped_language_model_trains_evaluates_generates_and_exports(
     # Tokenized once, into the cache: the text's bytes, one a token.
     (tokens,) = (tmp_path / "cache" / "tokens").glob("*.bin")
     assert tokens.stat().st_size == len((project / "data" / "pydoc-topics.txt").read_bytes())
+
+    if framework == "pytorch":  # the report reads the record alone: one framework suffices
+        summary = runs.report(output, tmp_path / "report")
+        assert "val loss (min)" in summary and "accuracy" not in summary, summary
+        # The loss panel's curves, and the metrics panel's: the perplexity alone.
+        assert metric_names(load_run(output)) == ["perplexity"]
 
     at = ("--train_url", str(output), "--device_target", "cpu")
     scored = runs.run(project, "eval.py", *at, "--split", "val", env=env)

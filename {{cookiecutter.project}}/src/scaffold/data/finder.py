@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +179,34 @@ def _normalisation(train: Split, data: DataOptions, seed: int) -> tuple[tuple, t
     return tuple(mean), tuple(std)
 
 
+def _smoke(
+    data: DataOptions,
+    source: Source,
+    readers: Readers,
+    declared: tuple[int, ...],
+    smoke: tuple[int, int],
+    ids: bool,
+) -> Splits:
+    """Random splits (``smoke``: train's samples, the others') like the data where there is
+    some (its shape, ids, labels and tokenizer), else of the model's ``declared`` input."""
+    like: Split | None = None
+    try:
+        found = load(data, source, readers)[1]
+        like, classes = found["train"], num_classes(found, source.num_classes)
+        shape, said = like.shape, "the data's shape"
+    except DatasetError:
+        shape, classes = declared, source.num_classes or 10
+        said = "the model's declared input shape (no data found)"
+    log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
+    sizes = (smoke[0], smoke[1], smoke[1])
+    made = [synthetic(n, shape, classes, source.seed + i, like, ids) for i, n in enumerate(sizes)]
+    ids, labels = made[0].ids, made[0].labels.shape[1:]
+    mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
+    tokenizer = like.tokenizer.describe() if like is not None and like.tokenizer else None
+    info = DataInfo("synthetic", shape, classes, (), mean, std, True, ids=ids, label_shape=labels)
+    return Splits(*made, replace(info, tokenizer=tokenizer))
+
+
 def splits(
     data: DataOptions,
     source: Source,
@@ -189,25 +218,7 @@ def splits(
     """Train, val and test splits of ``source`` and what is known of them; for --smoke random
     ones (``smoke``: train's samples, the others') of the data's shape, else ``declared``."""
     if smoke is not None:
-        like: Split | None = None
-        try:
-            found = load(data, source, readers)[1]
-            like, classes = found["train"], num_classes(found, source.num_classes)
-            shape, said = like.shape, "the data's shape"
-        except DatasetError:
-            shape, classes = declared, source.num_classes or 10
-            said = "the model's declared input shape (no data found)"
-        log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
-        sizes = (smoke[0], smoke[1], smoke[1])
-        made = [
-            synthetic(n, shape, classes, source.seed + i, like, ids) for i, n in enumerate(sizes)
-        ]
-        ids, labels = made[0].ids, made[0].labels.shape[1:]
-        mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
-        info = DataInfo(
-            "synthetic", shape, classes, (), mean, std, True, ids=ids, label_shape=labels
-        )
-        return Splits(*made, info)
+        return _smoke(data, source, readers, declared, smoke, ids)
     fmt, found = load(data, source, readers)
     classes = num_classes(found, source.num_classes)
     train, val, test = found["train"], found.get("val"), found["test"]

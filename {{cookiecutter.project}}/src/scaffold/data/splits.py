@@ -97,6 +97,9 @@ def array_split(
     return Split(labels, shape, inputs, classes=tuple(classes), tokenizer=tokenizer)
 
 
+EVAL_BATCH = 1000  # samples evaluated at a time (images, table rows)
+
+
 @dataclass(frozen=True)
 class DataInfo:
     """What the run learnt about its data; recorded in hparams.json."""
@@ -116,6 +119,11 @@ class DataInfo:
     ids: bool = False  # inputs of integer ids (tokens), not normalised
     label_shape: tuple[int, ...] = ()  # a sample's labels: () one, (T,) one a position
     tokenizer: dict[str, Any] | None = None  # ids of text: the tokenizer's description
+
+    def eval_batch(self, batch_size: int) -> int:
+        """Samples evaluated at a time: sequences of ids (a language model's) a training batch,
+        as their attention grows with the square of their length; others EVAL_BATCH."""
+        return batch_size if self.ids else EVAL_BATCH
 
     def record(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,6 @@ from src.scaffold.errors import ConfigError, DatasetError
 log = logging.getLogger(__name__)
 COLUMNS = ["inputs", "labels"]
 # Samples per evaluation step from memory (streamed: the training batch size, known to fit).
-EVAL_BATCH = 1000
 # At most this many loader processes per rank: more rarely pays for their memory.
 MAX_WORKERS = 8
 # Accelerators per node, at most: msrun does not say how many of the job's ranks share a node.
@@ -168,9 +167,7 @@ class Loader:
         """The "val" or "test" split in order, in batches (the last one partial)."""
         if name in self.memory:
             inputs, labels = self.memory[name]
-            # Sequences of ids (a language model's): a training batch at a time, as their
-            # attention grows with the square of their length.
-            size = self.batch_size if self.splits.info.ids else EVAL_BATCH
+            size = self.splits.info.eval_batch(self.batch_size)
             spans = (slice(i, i + size) for i in range(0, len(labels), size))
             return ((inputs[span], labels[span]) for span in spans)
         count, size = len(getattr(self.splits, name)), self.batch_size

@@ -110,9 +110,7 @@ class TorchBackend:
             ids = None if device.type == "cpu" else [device.index]
             self.model = DistributedDataParallel(self.net, device_ids=ids)
         normalise = Normalise(info.mean, info.std, len(info.shape), device)
-        # Sequences of ids (a language model's): evaluated a training batch at a time, as their
-        # attention grows with the square of their length; other samples EVAL_BATCH at a time.
-        self.eval_batch = options.batch_size if info.ids else EVAL_BATCH
+        self.eval_batch = info.eval_batch(options.batch_size)
         self._check_model(splits, normalise)
         self._imported()
         if info.in_memory:

@@ -10,9 +10,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from src.scaffold.data.sharding import BatchPlan, cpu_count
-from src.scaffold.data.splits import Split
+from src.scaffold.data.splits import EVAL_BATCH, Split
 
-EVAL_BATCH = 1000
 Batch = Tuple[torch.Tensor, torch.Tensor]
 
 

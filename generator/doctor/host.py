@@ -4,13 +4,15 @@ the image, the base image), the NVIDIA driver, the Ascend devices, driver and ch
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import yaml
 
 from generator import catalog
 from generator.engine.types import Engine
-from generator.errors import GenError
+from generator.errors import GenError, OptionError
+from generator.render.options import Options, validate
 from generator.shipped import hostcheck
 from generator.shipped.hostcheck import FAIL, NA, OK, Result
 
@@ -145,6 +147,22 @@ def nvidia_checks(subject: Subject) -> list[Result]:
     ]
 
 
+def refusal(options: Options | None) -> Callable[[str], str | None]:
+    """Why the project of ``options`` cannot take another chip (gen update --set chip=
+    would refuse it), or None where it can."""
+
+    def why_not(chip: str) -> str | None:
+        if options is None:
+            return None
+        try:
+            validate({**options.as_context(), "chip": chip})
+        except OptionError as err:
+            return str(err)
+        return None
+
+    return why_not
+
+
 def ascend_checks(subject: Subject, chip: str) -> list[Result]:
     entry = subject.entry
     root = subject.root
@@ -167,7 +185,7 @@ def ascend_checks(subject: Subject, chip: str) -> list[Result]:
     )
     # On this host npu-smi is run; under --root its recorded output is read, nothing run.
     results.append(
-        hostcheck.chip_check(root, chip)
+        hostcheck.chip_check(root, chip, refusal(subject.options))
         if tool or not hostcheck.is_host(root)
         else Result("Ascend chip", NA, "npu-smi is missing")
     )

@@ -23,6 +23,9 @@ TAIL_LINES = 20
 # predict.py's rows for the project's sample images, written next to the run's outputs.
 PREDICTIONS = "predictions.jsonl"
 SAMPLES = "samples"
+# A language model's project (task lm) continues its sample prompts instead, a few tokens each.
+PROMPTS = f"{SAMPLES}/prompts.txt"
+NEW_TOKENS = 16
 
 # First an environment report, so a failure shows what the image holds and sees.
 REPORT = {
@@ -58,30 +61,42 @@ class SmokeResult:
     output_dir: Path
 
 
-def command(framework: str) -> list[str]:
+def command(framework: str, task: str = "classify") -> list[str]:
     """The container command: the report, one short training run, then predict.py with its
-    checkpoint on the project's sample images."""
+    checkpoint on the project's sample images (or, for a language model, its sample prompts)."""
     common = f"--device_target auto --train_url {OUTPUT_IN_CONTAINER}"
     train = f"python train.py --smoke {common}"
+    inputs = f"--prompts {PROMPTS} --max_new_tokens {NEW_TOKENS}" if task == "lm" else SAMPLES
     predict = (
         f"python predict.py --checkpoint last {common} "
-        f"--output {OUTPUT_IN_CONTAINER}/{PREDICTIONS} {SAMPLES}"
+        f"--output {OUTPUT_IN_CONTAINER}/{PREDICTIONS} {inputs}"
     )
     report = f"python -c {shlex.quote(REPORT[framework])}"
     return ["bash", "-c", f"{report} && {train} && exec {predict}"]
 
 
+def _samples(project_dir: Path | None) -> tuple[int, str]:
+    """How many rows predict.py must write, and of what: the sample images, or prompts."""
+    if project_dir is None:
+        return 1, "sample images"
+    prompts = project_dir / PROMPTS
+    if prompts.is_file():
+        lines = prompts.read_text(encoding="utf-8").splitlines()
+        return sum(1 for line in lines if line.strip()), "sample prompts"
+    return len(list((project_dir / SAMPLES).glob("*.png"))), "sample images"
+
+
 def missing_outputs(output_dir: Path, project_dir: Path | None = None) -> list[str]:
     """What a passing run must have written and did not: the record, a checkpoint, and a
-    prediction for each of the project's sample images."""
+    prediction for each of the project's sample images (or a continuation of each prompt)."""
     missing = [name for name in RECORD_FILES if not (output_dir / name).is_file()]
     if not any(next(output_dir.glob(pattern), None) for pattern in CHECKPOINT_GLOBS):
         missing.append("a checkpoint (*.pt or *.ckpt)")
     predictions = output_dir / PREDICTIONS
-    samples = len(list((project_dir / SAMPLES).glob("*.png"))) if project_dir else 1
+    samples, what = _samples(project_dir)
     rows = predictions.read_text(encoding="utf-8").splitlines() if predictions.is_file() else []
     if len(rows) < samples:
-        missing.append(f"{PREDICTIONS} with a row for each of the {samples} sample images")
+        missing.append(f"{PREDICTIONS} with a row for each of the {samples} {what}")
     return missing
 
 
@@ -121,7 +136,7 @@ def smoke_image(
     output_dir.chmod(0o777)
     spec = accelerators.container(
         tag,
-        command(options.framework),
+        command(options.framework, options.task),
         volumes={str(output_dir): OUTPUT_IN_CONTAINER},
         # Never as root, even for an image that forgot its USER line.
         user="1000:1000" if image.runs_as_root else None,

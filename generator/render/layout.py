@@ -14,9 +14,10 @@ from generator.render import pristine
 from generator.render.options import FRAMEWORKS, Options
 
 # A language model's project (task lm): its src/data.py and demo text (_lm/), its model and
-# step (_lm_<framework>/), over the framework's; the digits make way for the text.
+# step (_lm_<framework>/), over the framework's; the digits and their sample images make way
+# for the text and its sample prompts.
 LM_OVERLAYS = ("_lm", *(f"_lm_{framework}" for framework in FRAMEWORKS))
-DIGITS = ("data/train", "data/test")
+DIGITS = ("data/train", "data/test", "samples")
 
 # Files only an Ascend job uses; a cuda-only project does not carry them.
 ASCEND_ONLY = (

@@ -12,7 +12,7 @@ import glob
 import os
 import re
 import subprocess
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 OK, FAIL, NA = "ok", "fail", "n/a"
 MARKS = {OK: "✓", FAIL: "✗", NA: "–"}
@@ -308,7 +308,11 @@ def npu_smi_info(root: str = "/") -> tuple[str | None, str]:
     return done.stdout, "npu-smi"
 
 
-def chip_check(root: str, wanted: str) -> Result:
+def chip_check(
+    root: str, wanted: str, refused: Callable[[str], str | None] = lambda chip: None
+) -> Result:
+    """The chip npu-smi shows against the project's; ``refused(chip)`` says why the project
+    cannot take the chip shown instead (a fix not to offer), or None."""
     name = "Ascend chip"
     info, source = npu_smi_info(root)
     if info is None:
@@ -324,15 +328,13 @@ def chip_check(root: str, wanted: str) -> Result:
     chip = chip_of(info)
     if chip == wanted:
         return Result(name, OK, f"{source} shows {chip}")
-    return Result(
-        name,
-        FAIL,
-        f"{source} shows {chip or 'no chip it names'}",
-        f"a {wanted} (the project's --chip)",
-        f"run on {wanted} servers, or gen update --set chip={chip}"
-        if chip
-        else "check npu-smi info",
-    )
+    why = refused(chip) if chip else None
+    fix = f"run on {wanted} servers, or gen update --set chip={chip}"
+    if why:
+        fix = f"run on {wanted} servers (this project cannot take chip {chip}: {why})"
+    found = f"{source} shows {chip or 'no chip it names'}"
+    needed = f"a {wanted} (the project's --chip)"
+    return Result(name, FAIL, found, needed, fix if chip else "check npu-smi info")
 
 
 def toolkit_info(root: str = "/") -> str | None:

@@ -28,12 +28,22 @@ from tests.unit.test_wheels import binary_wheel
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def _project(tmp_path: Path, framework: str, target: str = "both") -> Path:
-    return committed_project(Options("imgtest", framework=framework, target=target), tmp_path)
+def _project(tmp_path: Path, framework: str, target: str = "both", task: str = "classify") -> Path:
+    options = Options("imgtest", framework=framework, target=target, task=task)
+    return committed_project(options, tmp_path)
 
 
-@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
-@pytest.mark.parametrize("target", ["cuda", "ascend"])
+# Every framework and target, each framework's classifier and language model once: the two
+# tasks' images differ only in the project's code (the same dependencies).
+@pytest.mark.parametrize(
+    ("framework", "target", "task"),
+    [
+        ("pytorch", "cuda", "classify"),
+        ("pytorch", "ascend", "lm"),
+        ("mindspore", "cuda", "lm"),
+        ("mindspore", "ascend", "classify"),
+    ],
+)
 def test_build_then_smoke(
     tmp_path: Path,
     docker_engine: engine.Engine,
@@ -42,8 +52,9 @@ def test_build_then_smoke(
     created: None,
     framework: str,
     target: str,
+    task: str,
 ) -> None:
-    project = _project(tmp_path, framework)
+    project = _project(tmp_path, framework, task=task)
     result = gen(
         "image",
         "build",
@@ -93,10 +104,18 @@ def test_build_then_smoke(
         assert "NPU stack absent" in result.stdout
     outputs = project / "output" / f"smoke-{target}"
     assert (outputs / "metrics.jsonl").is_file() and (outputs / "artifacts.json").is_file()
-    # predict.py ran in the image on its sample images, with the checkpoint just written.
+    # predict.py ran in the image on its sample images (a language model: continued its sample
+    # prompts), with the checkpoint just written.
     rows = [json.loads(line) for line in (outputs / "predictions.jsonl").read_text().splitlines()]
-    assert sorted(Path(row["input"]).name for row in rows) == [f"digit_{i}.png" for i in range(10)]
-    assert all(row["class"] in [str(i) for i in range(10)] for row in rows)
+    if task == "lm":
+        prompts = (project / "samples" / "prompts.txt").read_text().splitlines()
+        assert [row["prompt"] for row in rows] == prompts and len(prompts) == 3
+        assert all(isinstance(row["text"], str) and row["text"] for row in rows), rows
+        assert "UTF-8 bytes stand in" not in result.stdout + result.stderr  # data.tokenizer: null
+    else:
+        names = sorted(Path(row["input"]).name for row in rows)
+        assert names == [f"digit_{i}.png" for i in range(10)]
+        assert all(row["class"] in [str(i) for i in range(10)] for row in rows)
     # Each target's two checks below, one per framework (the README's line and the image's
     # user are the target's, whichever framework): a smoke run in a container each.
     if (framework, target) in (("pytorch", "cuda"), ("mindspore", "ascend")):

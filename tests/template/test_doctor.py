@@ -118,6 +118,28 @@ def test_an_ascend_project_on_a_server_tree(tmp_path: Path, npu_smi: str, chip_l
     assert named.stdout.splitlines()[1:] == lines[1:]
 
 
+def test_a_mindspore_language_model_is_not_told_to_take_a_chip_it_cannot(tmp_path: Path) -> None:
+    # The same checks on a language model's project; its fused attention needs an A2 or A3,
+    # so on a 910 server the fix offers no gen update --set chip=910 (which would refuse it).
+    options = Options("demo", framework="mindspore", target="ascend", task="lm")
+    project = render(options, tmp_path)
+    root = ascend_host(
+        tmp_path / "host", "ascend-driver-version.info-25.3.rc1", "npu-smi-info-910-excerpt.txt"
+    )
+    lines = doctor(project, "--root", str(root)).stdout.splitlines()
+    (chip,) = [line for line in lines if line.startswith("✗ Ascend chip: ")]
+    assert chip == (
+        f"✗ Ascend chip: {root}/npu-smi-info.txt shows 910; needed: a 910b (the project's "
+        "--chip); fix: run on 910b servers (this project cannot take chip 910: task: lm with "
+        "MindSpore on chip 910: the model's fused attention (flash_attention_score) runs on "
+        "Atlas A2 and A3 (--chip 910b or 910_93), not on the Ascend 910; choose one of those, "
+        "or --target cuda)"
+    )
+    assert "✓ rank table: rank_table_8p.json: 8 ranks" in lines
+    assert any(line.startswith("✓ entry files: train.py, eval.py, predict.py") for line in lines)
+    assert "✓ Ascend driver: CANN 8.5.0 (V100R001C25) lists 25.3.rc1 (V100R001C23)" in lines
+
+
 @pytest.mark.parametrize(
     ("framework", "chip", "driver", "line"),
     [

@@ -92,6 +92,20 @@ def test_each_kind_renders_its_golden_manifest(
     golden.check(case, result.stdout)
 
 
+@pytest.mark.parametrize("case", ["trainjob.yaml", "volcano.yaml", "ascendjob-a3.yaml"])
+def test_a_language_models_project_renders_the_classifiers_manifests(
+    render_project: RenderProject, golden: Golden, case: str
+) -> None:
+    # The job starts the project's launch script, whatever it trains: each framework's
+    # language model renders the same manifest as its classifier, to the byte.
+    options, args = GOLDEN[case]
+    project = _project(render_project, **options, task="lm")
+    kind = case.removesuffix(".yaml").partition("-")[0]
+    result = gen("job", "render", "--kind", kind, *args, cwd=project)
+    assert result.returncode == 0, result.stderr
+    golden.check(case, result.stdout)
+
+
 @pytest.mark.parametrize("kind", ["trainjob", "pytorchjob", "volcano"])
 def test_without_an_output_claim_one_warning_line_says_a_restart_starts_over(
     render_project: RenderProject, kind: str

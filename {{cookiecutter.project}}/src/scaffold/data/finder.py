@@ -12,7 +12,8 @@ from src.scaffold.config import DataOptions, Source
 from src.scaffold.data.formats import SPLITS
 from src.scaffold.data.readers import Readers, detect, looked_for
 from src.scaffold.data.splits import DataInfo, Split, Splits, hold_out, statistics, synthetic
-from src.scaffold.errors import DatasetError
+from src.scaffold.data.tokens import ByteTokenizer, Tokenizer, tokenizer_from
+from src.scaffold.errors import ConfigError, DatasetError
 from src.scaffold.storage.archives import archive_stem, unpack
 
 log = logging.getLogger(__name__)
@@ -190,21 +191,35 @@ def _smoke(
     """Random splits (``smoke``: train's samples, the others') like the data where there is
     some (its shape, ids, labels and tokenizer), else of the model's ``declared`` input."""
     like: Split | None = None
+    tokenizer: Tokenizer | None = None
     try:
         found = load(data, source, readers)[1]
         like, classes = found["train"], num_classes(found, source.num_classes)
-        shape, said = like.shape, "the data's shape"
+        shape, said, tokenizer = like.shape, "the data's shape", like.tokenizer
     except DatasetError:
         shape, classes = declared, source.num_classes or 10
         said = "the model's declared input shape (no data found)"
+        if ids:  # a model of text (an image holds no data): ids of its tokenizer
+            tokenizer = _smoke_tokenizer(data)
+            classes = tokenizer.size
     log.info("smoke run: random samples of %s, %s", "x".join(map(str, shape)), said)
     sizes = (smoke[0], smoke[1], smoke[1])
     made = [synthetic(n, shape, classes, source.seed + i, like, ids) for i, n in enumerate(sizes)]
     ids, labels = made[0].ids, made[0].labels.shape[1:]
     mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
-    tokenizer = like.tokenizer.describe() if like is not None and like.tokenizer else None
+    tokenizer = tokenizer.describe() if tokenizer is not None else None
     info = DataInfo("synthetic", shape, classes, (), mean, std, True, ids=ids, label_shape=labels)
     return Splits(*made, replace(info, tokenizer=tokenizer))
+
+
+def _smoke_tokenizer(data: DataOptions) -> Tokenizer:
+    """data.tokenizer for a smoke run without data; UTF-8 bytes where its file is not here (an
+    image holds neither data nor tokenizer files): a smoke run tests plumbing only."""
+    try:
+        return tokenizer_from(data.tokenizer, Path.cwd())
+    except ConfigError as err:
+        log.warning("smoke run: %s; UTF-8 bytes stand in", err)
+        return ByteTokenizer()
 
 
 def splits(

@@ -48,6 +48,7 @@ IMPORTS = {"mindspore": "import mindspore", "pytorch": "import torch"}
 # Variables an interpreter or a framework reads as it starts, before a script's first line: a
 # run whose environment sets them otherwise than the server's starts a fresh interpreter.
 AT_START = ("PYTHON", "OMP_", "MKL_", "KMP_", "GLOG", "TORCH_", "MS_", "LD_")
+SET_PER_RUN = ("PYTHONPATH", "PYTHON")
 BASE_PATH: list[str] = []  # the server's sys.path without its script's directory
 
 
@@ -232,7 +233,9 @@ def server(framework: str) -> Server:
 
 
 def _at_start(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(AT_START) and k != "PYTHONPATH"}
+    # PYTHONPATH is the request's sys.path; PYTHON names the launch scripts' interpreter, which
+    # neither Python nor a framework reads (the run's environment still holds both).
+    return {k: v for k, v in env.items() if k.startswith(AT_START) and k not in SET_PER_RUN}
 
 
 def forkable(project: Path, argv: tuple[str, ...], env: Mapping[str, str]) -> str | None:

@@ -4,6 +4,7 @@ bad files (src/scaffold/data/finder.py, src/scaffold/data/idx.py)."""
 from __future__ import annotations
 
 import gzip
+import logging
 import shutil
 import struct
 import tarfile
@@ -161,6 +162,22 @@ def test_ids_of_text_have_every_class_their_tokenizer_may_encode() -> None:
     text = array_split(ids[None, :-1], ids[None, 1:], tokenizer=ByteTokenizer())
     assert finder.num_classes({"train": text}, None) == 256
     assert finder.num_classes({"train": replace(text, tokenizer=None)}, None) == ids.max() + 1
+
+
+def test_a_smoke_run_without_data_takes_its_tokenizers_ids(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A model of text smoke-tested where there is no data (an image holds none): ids of
+    # data.tokenizer, recorded for predict.py; bytes stand in where its file is absent too.
+    source = Source(tmp_path / "none")
+    made = finder.splits(DataOptions(), source, BUILTIN, (16,), smoke=(8, 4), ids=True)
+    assert (made.info.tokenizer, made.info.num_classes) == ({"kind": "bytes"}, 256)
+    assert made.train.labels.shape == (8, 16) and made.train.arrays.max() < 256
+    absent = DataOptions(tokenizer=Path("absent/tokenizer.json"))
+    with caplog.at_level(logging.WARNING):
+        made = finder.splits(absent, source, BUILTIN, (16,), smoke=(8, 4), ids=True)
+    assert made.info.tokenizer == {"kind": "bytes"}
+    assert "no such file or directory" in caplog.text and "UTF-8 bytes stand in" in caplog.text
 
 
 def test_bad_magic_truncation_and_count_mismatch(tmp_path: Path) -> None:

@@ -207,9 +207,9 @@ def _smoke(
     made = [synthetic(n, shape, classes, source.seed + i, like, ids) for i, n in enumerate(sizes)]
     ids, labels = made[0].ids, made[0].labels.shape[1:]
     mean, std = ((), ()) if ids else statistics(made[0], STATS_SAMPLES, source.seed)
-    tokenizer = tokenizer.describe() if tokenizer is not None else None
+    described = tokenizer.describe() if tokenizer is not None else None
     info = DataInfo("synthetic", shape, classes, (), mean, std, True, ids=ids, label_shape=labels)
-    return Splits(*made, replace(info, tokenizer=tokenizer))
+    return Splits(*made, replace(info, tokenizer=described))
 
 
 def _smoke_tokenizer(data: DataOptions) -> Tokenizer:

@@ -25,6 +25,9 @@ CHUNK_BYTES = 16 << 20  # text is read and tokenized this much at a time: memory
 # A text file's lines are tokenized in pieces of this many characters, split at lines: a piece
 # is encoded as a whole (merges cross its lines), the pieces in parallel.
 PIECE_CHARS = 1 << 20
+# Tokens written are synced to disk this often: pages not yet written cannot be given back, and
+# a container's memory limit (a cgroup) counts them.
+SYNC_BYTES = 64 << 20
 
 
 def text_files(directory: Path) -> list[Path]:
@@ -95,14 +98,20 @@ def dtype_for(size: int) -> np.dtype:
 
 
 def _write(files: list[Path], tokenizer: Tokenizer, field: str, dest: Path) -> None:
-    dtype, count = dtype_for(tokenizer.size), 0
+    dtype, count, unsynced = dtype_for(tokenizer.size), 0, 0
     tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as out:
             for path in files:
                 for ids in _ids(path, tokenizer, field):
-                    out.write(ids.astype(dtype, copy=False).tobytes())
+                    unsynced += out.write(ids.astype(dtype, copy=False).tobytes())
                     count += len(ids)
+                    if unsynced >= SYNC_BYTES:  # written pages, not held: a memory limit binds
+                        out.flush()
+                        os.fsync(out.fileno())
+                        unsynced = 0
+            out.flush()
+            os.fsync(out.fileno())  # on disk before its name: a crash leaves no short file
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

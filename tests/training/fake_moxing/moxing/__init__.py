@@ -2,7 +2,9 @@
 
 obs://bucket/key is $FAKE_OBS_ROOT/bucket/key. Like the real one it offers
 ``mox.file.copy_parallel`` (a directory tree), ``copy`` (one file), ``exists``
-and ``remove``. Test knobs, all optional:
+and ``remove``. As in OBS, an object written is whole or absent: a process killed in the middle
+of an upload leaves the object as it was (a local file it was downloading is left part-written,
+as by the real client). Test knobs, all optional:
     FAKE_MOXING_LOG     append one line per copy ("src -> dst") to this file
     FAKE_MOXING_DELAY   seconds to sleep before copying (a slow download)
     FAKE_MOXING_FAIL    fail every copy whose source or destination contains this text
@@ -71,13 +73,24 @@ def _begin(src_url: str, dst_url: str) -> None:
         raise ObsError(f"NoSuchKey: {src_url} (403 Forbidden)")
 
 
+def _put(source: str, dest: str) -> str:
+    """An object uploaded whole: written outside every bucket, then in place at once."""
+    uploads = Path(os.environ["FAKE_OBS_ROOT"]) / ".uploads"
+    uploads.mkdir(exist_ok=True)
+    aside = uploads / f"{os.getpid()}-{Path(dest).name}"
+    shutil.copyfile(source, aside)
+    os.replace(aside, dest)
+    return dest
+
+
 def copy_parallel(src_url: str, dst_url: str) -> None:
     """Copy the tree at src_url into dst_url, creating it; files already there are replaced."""
     _begin(src_url, dst_url)
     source = _local(src_url)
     if not source.is_dir():
         raise ObsError(f"NoSuchKey: {src_url}")
-    shutil.copytree(source, _local(dst_url), dirs_exist_ok=True)
+    each = _put if dst_url.startswith(SCHEME) else shutil.copy2
+    shutil.copytree(source, _local(dst_url), dirs_exist_ok=True, copy_function=each)
 
 
 def copy(src_url: str, dst_url: str) -> None:
@@ -87,7 +100,8 @@ def copy(src_url: str, dst_url: str) -> None:
     if not source.is_file():
         raise ObsError(f"NoSuchKey: {src_url}")
     _local(dst_url).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, _local(dst_url))
+    each = _put if dst_url.startswith(SCHEME) else shutil.copyfile
+    each(str(source), str(_local(dst_url)))
 
 
 def exists(url: str) -> bool:

@@ -140,8 +140,9 @@ def test_pretrained_weights_load_and_named_layers_can_be_skipped(
     smoke_run: Path, tmp_path: Path
 ) -> None:
     weights = str(checkpoint(smoke_run, 1))
-    # Another number of outputs: the head's shape differs, so it must be skipped.
-    args = ("--smoke", "--num_classes", "12", "--pretrained", weights)
+    # More outputs than the data's classes (or a tokenizer's ids, which fewer cannot hold): the
+    # head's shape differs, so it must be skipped.
+    args = ("--smoke", "--num_classes", "300", "--pretrained", weights)
     refused = run_train(*args, "--train_url", str(tmp_path / "a"))
     assert refused.returncode == 2, refused.stderr
     # The layer the model declares as its head (@model's head=), else the one named.

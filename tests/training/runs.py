@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -80,8 +81,14 @@ def weights(path: Path) -> dict[str, np.ndarray]:
     if path.suffix == ".pt":
         import torch
 
-        state = torch.load(path, weights_only=True)["model"]
-        return {name: tensor.numpy() for name, tensor in state.items()}
+        state = torch.load(path, weights_only=True)
+        if "sharded" in state:  # shard: full's: its shards gathered by torch's own converter
+            from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+            with tempfile.TemporaryDirectory() as tmp:
+                dcp_to_torch_save(path.parent / state["sharded"]["directory"], f"{tmp}/whole.pt")
+                state = torch.load(f"{tmp}/whole.pt", weights_only=True)
+        return {name: tensor.numpy() for name, tensor in state["model"].items()}
     import mindspore as ms
 
     params = ms.load_checkpoint(str(path))
@@ -182,10 +189,10 @@ def two_workers(project: Path, output: Path, *args: str, env: dict[str, str] | N
 
 
 def torchrun_train(
-    project: Path, output: Path, *args: str, env: dict[str, str] | None = None
+    project: Path, output: Path, *args: str, env: dict[str, str] | None = None, ranks: int = 2
 ) -> Path:
-    """train.py under torchrun with 2 processes on the CPU, into output."""
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    """train.py under torchrun with ``ranks`` processes on the CPU, into output."""
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)]
     argv = ("train.py", "--device_target", "cpu", "--train_url", str(output), *args)
     result = run(project, *launcher, *argv, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -98,7 +98,8 @@ class GPT(nn.Module):
 
 
 # The layer --pretrained leaves out for another vocabulary: the embeddings, which score it too.
-@model("gpt", input_shape=(128,), head="tokens", ids=True)
+# blocks: each of them a shard of its own with shard: full (config.yaml).
+@model("gpt", input_shape=(128,), head="tokens", ids=True, blocks="blocks")
 def gpt(
     shape: DataShape, layers: int = 4, heads: int = 4, width: int = 128, dropout: float = 0.0
 ) -> nn.Module:

@@ -138,7 +138,7 @@ class ResNet(nn.Module):
         return self.head(self.pool(self.stages(self.stem(images))))
 
 
-@model("resnet", input_shape=(3, 32, 32), head="head")
+@model("resnet", input_shape=(3, 32, 32), head="head", blocks="stages")
 def resnet(shape: DataShape) -> nn.Module:
     channels, _, _ = image_input("resnet", shape)
     return ResNet(shape.num_classes, channels)

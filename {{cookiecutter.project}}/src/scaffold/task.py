@@ -36,19 +36,23 @@ class ModelSpec:
     head: str  # the output layer: left initialised by --pretrained with other classes
     where: str  # file:line, for the lines that name it
     ids: bool = False  # takes integer ids (tokens) below its classes, scores a class a position
+    blocks: str = ""  # the attribute holding its repeated blocks: what shard: full splits by
 
 
 MODEL_NAMES: dict[str, str] = {}  # the models' names and where each is defined
 
 
-def model(name: str, input_shape: tuple[int, ...], head: str = "", ids: bool = False) -> Callable:
+def model(
+    name: str, input_shape: tuple[int, ...], head: str = "", ids: bool = False, blocks: str = ""
+) -> Callable:
     """Mark a model function as the model ``name``; a name already taken is refused. ``ids``:
     it takes integer ids (a language model's tokens) and scores a class at each position (what
-    a --smoke run without data feeds it)."""
+    a --smoke run without data feeds it). ``blocks``: the attribute (a dotted path) of the
+    model's list of repeated blocks, each its own shard with shard: full."""
 
     def mark(build: Callable[[DataShape], Any]) -> Callable[[DataShape], Any]:
         where = claim("model", name, build, MODEL_NAMES)
-        spec = ModelSpec(name, build, tuple(input_shape), head, where, ids)
+        spec = ModelSpec(name, build, tuple(input_shape), head, where, ids, blocks)
         build.model_spec = spec  # type: ignore[attr-defined]
         return build
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import DataOptions
+from src.scaffold.config.sections import ShardOptions
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
 from src.scaffold.task import DataShape, Task
@@ -41,6 +42,7 @@ class Backend(Protocol):
     scheduler_only: bool  # only coordinates (msrun's scheduler): stages no data, does not train
     accumulate: int  # batches a step's gradients sum over (1 where the loop has no option)
     inside_epochs: bool  # resumes from a checkpoint taken inside an epoch
+    collective: bool  # split over the ranks: each evaluates and saves with the others
     input_shape: tuple[int, ...]  # the chosen model's declared input (@model), for a smoke run
     sample_metrics: dict[str, Any]  # src/step.py's metrics on the samples setup() tried
 
@@ -76,6 +78,9 @@ class Backend(Protocol):
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         """Load model weights only, leaving layers in ``skip`` initialised."""
 
+    def agree(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is on one (collective; ``flag`` where not)."""
+
     def weights_digest(self) -> str:
         """A short hash of the model's parameters (not buffers): equal on every rank."""
 
@@ -98,6 +103,7 @@ class TrainOptions:
     clip_grad_norm: float | None
     checkpoint_every: int | None
     data: DataOptions
+    shard: ShardOptions
     optimizer: dict[str, Any]
 
 

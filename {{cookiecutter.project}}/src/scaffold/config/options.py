@@ -24,6 +24,7 @@ from src.scaffold.config.sections import (
     MonitorOptions,
     Places,
     ScheduleOptions,
+    ShardOptions,
     Source,
     option,
     switch,
@@ -43,7 +44,11 @@ class Named:
 
 
 SECTION_TYPES = dict(
-    data=DataOptions, schedule=ScheduleOptions, monitor=MonitorOptions, early_stop=EarlyStopOptions
+    data=DataOptions,
+    schedule=ScheduleOptions,
+    monitor=MonitorOptions,
+    early_stop=EarlyStopOptions,
+    shard=ShardOptions,
 )
 
 
@@ -118,6 +123,7 @@ class Config:
     schedule: ScheduleOptions = field(default_factory=ScheduleOptions)
     monitor: MonitorOptions = field(default_factory=MonitorOptions)
     early_stop: EarlyStopOptions = field(default_factory=EarlyStopOptions)
+    shard: ShardOptions = field(default_factory=ShardOptions)
     log_every: int = option(50, integer(1), "progress line and train loss every N steps")
     tensorboard: bool = option(
         True, boolean, "write TensorBoard event files (--no_tensorboard: off)"

@@ -1,4 +1,4 @@
-"""config.yaml's sections (data:, schedule:, monitor:, early_stop:), each a part's options,
+"""config.yaml's sections (data:, schedule:, monitor:, early_stop:, shard:), each a part's options,
 and what the run's entry hands the parts that read places (Places, Source)."""
 
 from __future__ import annotations
@@ -135,6 +135,27 @@ class EarlyStopOptions:
     )
     threshold: float | None = option(
         None, float_value, "stop once the monitored metric reaches this"
+    )
+
+
+SHARD_MODES = ("none", "full")
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    """config.yaml's shard: the model, its gradients and optimizer state split over the ranks."""
+
+    mode: str = option(
+        "none",
+        choice(*SHARD_MODES),
+        "none (a whole copy on every rank) or full (split over the ranks: FSDP2)",
+        ("--shard",),
+    )
+    activation_checkpointing: bool = option(
+        False,
+        boolean,
+        "recompute each block's activations in the backward pass (less memory, more time)",
+        ("--activation_checkpointing",),
     )
 
 

@@ -1,6 +1,8 @@
 """Checkpoints on disk (mynet_epoch7.pt; inside an epoch mynet_epoch8_step350.pt, only the
 newest kept): the newest N and the best by config.yaml's monitor: kept, latest.json naming them;
-each with its checksum (mynet_epoch7.pt.sha256), checked before a run continues from it."""
+each with its checksum (mynet_epoch7.pt.sha256), checked before a run continues from it. A
+sharded one (shard: full) is a small file naming its directory of shards, mynet_epoch7.shards/,
+whose files and sizes its sidecar lists (a shard missing: damaged)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 POINTER = "latest.json"
 MARK = "_epoch"
 SUM = ".sha256"  # a checkpoint's sidecar: its SHA-256 and size, as JSON
+SHARDS = ".shards"  # a sharded checkpoint's directory: mynet_epoch7.shards beside mynet_epoch7.pt
 # What a checkpoint's save killed midway leaves (MindSpore's own: .NAME.tmp.tmp). Not the
 # record's .NAME.tmp: rank 0 may be writing one while another rank starts (its next write
 # replaces a leftover), nor the lock's (outputs/live.py).
@@ -47,6 +50,18 @@ def _umask() -> int:
 def usual_mode(path: Path) -> None:
     """The mode a new file gets (0666 less the umask): MindSpore's saves are read-only (0400)."""
     os.chmod(path, 0o666 & ~_umask())
+
+
+def shards_of(path: Path) -> Path:
+    """The directory of a sharded checkpoint's shards: mynet_epoch7.shards for mynet_epoch7.pt."""
+    return path.with_name(path.stem + SHARDS)
+
+
+def remove(path: Path) -> None:
+    """A checkpoint gone: its file, sidecar and shards."""
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + SUM).unlink(missing_ok=True)
+    shutil.rmtree(shards_of(path), ignore_errors=True)
 
 
 def name(epoch: int, suffix: str, model: str, step: int | None = None) -> str:
@@ -128,13 +143,18 @@ def _digest(path: Path) -> str:
     return _digests[key]
 
 
-def write(path: Path, save: Callable[[Path], None], needed: int) -> None:
+def write(
+    path: Path, save: Callable[[Path], None], needed: int, parts: dict[str, int] | None = None
+) -> None:
     """``save`` the checkpoint ``path`` through a temporary name, its sidecar written before
-    the rename; ``needed``: its size estimate, for DiskFullError."""
+    the rename; ``needed``: its size estimate, for DiskFullError; ``parts``: the files of its
+    shards (relative to its directory) and their sizes, in place before it."""
 
     def sealed(tmp: Path) -> None:
         save(tmp)
-        check = {"sha256": _digest(tmp), "bytes": tmp.stat().st_size}
+        check: dict[str, Any] = {"sha256": _digest(tmp), "bytes": tmp.stat().st_size}
+        if parts is not None:
+            check["parts"] = parts
         replace_text(path.with_name(path.name + SUM), json.dumps(check) + "\n")
 
     _replace(path, path.with_name(f".{path.stem}.tmp{path.suffix}"), sealed, needed)
@@ -153,10 +173,22 @@ def damage(path: Path) -> str | None:
         if size != want:
             short = "truncated" if size < want else "longer than written"
             return f"{short}: {size:,} of {want:,} bytes"
-        intact = _digest(path) == check.get("sha256")
-        return None if intact else f"checksum mismatch ({path.name}{SUM})"
+        if _digest(path) != check.get("sha256"):
+            return f"checksum mismatch ({path.name}{SUM})"
+        return _shards_damage(path.parent, check.get("parts") or {})
     except OSError as err:
         return f"unreadable: {err.strerror}"
+
+
+def _shards_damage(directory: Path, parts: dict[str, int]) -> str | None:
+    """Why the shards a sidecar lists are not all there as written; None: they are."""
+    for part, want in parts.items():
+        shard = directory / part
+        if not shard.is_file():
+            return f"its shard {part} is missing"
+        if (size := shard.stat().st_size) != want:
+            return f"its shard {part} is {size:,} bytes, not {want:,}"
+    return None
 
 
 def check_intact(path: Path, what: str) -> None:
@@ -213,7 +245,11 @@ class Retention:
         what a killed save left (temporary files, sidecars of no checkpoint) removed."""
         for path in directory.iterdir() if directory.is_dir() else ():
             lone = path.name.endswith(SUM) and not path.with_name(path.stem).exists()
-            if lone or LEFTOVER.fullmatch(path.name):
+            if path.name.endswith(SHARDS):  # shards whose checkpoint was never written
+                lone = not path.with_name(path.name[: -len(SHARDS)] + suffix).exists()
+            if (lone or LEFTOVER.fullmatch(path.name)) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif lone or LEFTOVER.fullmatch(path.name):
                 path.unlink(missing_ok=True)
         pointer = read_pointer(directory)
         same = pointer.get("monitor") == {"metric": monitor.metric, "mode": monitor.mode}
@@ -243,8 +279,7 @@ class Retention:
         keep = {*newest, self.best()}
         dropped = sorted(set(self.scores) - keep, key=self._epoch)
         for checkpoint in [*dropped, *inside]:
-            (self.directory / checkpoint).unlink(missing_ok=True)
-            (self.directory / (checkpoint + SUM)).unlink(missing_ok=True)
+            remove(self.directory / checkpoint)
             self.scores.pop(checkpoint, None)
         pointer = {
             "epoch": epoch if step is None else epoch - 1,

@@ -179,6 +179,11 @@ def fetch(output: Path, remote: Remote, suffix: str) -> None:
             names = [pointer.get("latest"), *list(pointer.get("scores") or {})[::-1][:2]]
             names = [n for n in dict.fromkeys(names) if isinstance(n, str)]
             remote.get([*names, *(name + SUM for name in names)], output)
+            # A sharded checkpoint's shards, as its sidecar lists them.
+            sums = (read_json(output / (name + SUM)) for name in names)
+            remote.get(
+                [part for s in sums if isinstance(s, dict) for part in s.get("parts", ())], output
+            )
         remote.get([HPARAMS, METRICS, ARTIFACTS], output)
 
     Once(output, "resume-fetch", remote.where).run(get, "fetch the last checkpoint", 1800)

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from src.scaffold.backend import guards
 from src.scaffold.backend.api import Backend
 from src.scaffold.data.sharding import BatchPlan
+from src.scaffold.errors import Stopped
 from src.scaffold.outputs.checkpoints import Retention, name
 from src.scaffold.outputs.record import RunRecord
 from src.scaffold.run.progress import Progress
@@ -75,7 +76,8 @@ class EarlyStop:
 
 
 class EpochEnd:
-    """The end of an epoch: rank 0 evaluates, saves, records, uploads, and sets ``stopping``."""
+    """The end of an epoch: rank 0 evaluates, saves, records, uploads, and sets ``stopping``;
+    a sharded model's ranks evaluate and save with it (backend.collective)."""
 
     def __init__(
         self,
@@ -109,9 +111,13 @@ class EpochEnd:
     def step(self, step: int, loss: Callable[[], float], lr: Callable[[], float]) -> None:
         """After step ``step`` (1-based, of the run); reading ``loss`` waits for the device."""
         self.lr = lr
-        if (progress := self.progress) is None:
+        collective = self.backend.collective
+        if (progress := self.progress) is None and not collective:
             return  # other ranks go on: rank 0 saves, then the group ends with it
         self._every(step)
+        if collective and self.backend.agree(STOP.pending is not None):
+            # A stop on any rank: all save at this step (the save is every rank's), then stop.
+            STOP.pending = STOP.pending or Stopped(signal.SIGTERM, "SIGTERM on another rank")
         if STOP.pending is not None:
             epoch = self.plan.epoch_of(step)
             if not self.backend.inside_epochs:  # MindSpore's Model.train, a data sink
@@ -122,6 +128,8 @@ class EpochEnd:
                 self._checkpoint(epoch, None, step)  # at an epoch's end: the epoch's own
                 log.warning("%s: the checkpoint at step %d is saved", STOP.pending, step)
             STOP.take()
+        if progress is None:
+            return
         if not self.stepped:
             # The first step of this process: done once its loss is back from the device.
             self.stepped = True
@@ -146,7 +154,7 @@ class EpochEnd:
             return
         validate, save = self.validate_every, self.checkpoint_every
         if validate is not None and self.updates // validate > before // validate:
-            val = self.backend.evaluate("val")
+            val = self.backend.evaluate("val")  # every rank's where collective
             self.record.log("val", val, step, epoch)
             log.info("step %d (epoch %d)  val %s", step, epoch, _scores(val))
         if save is not None and self.updates // save > before // save:
@@ -159,6 +167,9 @@ class EpochEnd:
         # Every rank: the mean over the ranks is the same number everywhere.
         guards.check_loss(train_loss, epoch, step, self.lr())
         if self.backend.rank != 0:
+            if self.backend.collective:  # the others' part: the model's forward, the save
+                self.backend.evaluate("val")
+                self._checkpoint(epoch, None)
             return
         self._watch_growth(epoch, train_loss)
         steps = step - self.plan.steps_done(epoch - 1) - self.plan.skipped(epoch)
@@ -200,6 +211,8 @@ class EpochEnd:
         if step is not None:
             done.update(epoch=epoch - 1, batches=step - self.plan.steps_done(epoch - 1))
         self.backend.save(path, {**done, **self.meta})
+        if self.backend.rank != 0:  # a sharded model's rank: its shards saved
+            return
         self.record.add_artifact(path)
         for dropped in kept.saved(epoch, score, step):
             self.record.remove_artifact(Path(dropped))
@@ -207,7 +220,8 @@ class EpochEnd:
             self.uploader.sync()
 
     def test(self, epoch: int) -> None:
-        """Score the test set once at the end, as eval.py --checkpoint last would (rank 0)."""
+        """Score the test set once at the end, as eval.py --checkpoint last would (rank 0, and
+        a sharded model's other ranks with it)."""
         test = self.backend.evaluate("test")
         last = name(epoch, self.backend.suffix, self.retention.model)
         self.record.log("test", test, self.plan.steps_done(epoch), epoch, checkpoint=last)

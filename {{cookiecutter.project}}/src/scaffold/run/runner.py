@@ -204,7 +204,7 @@ def _epochs(
             STOP.take()
     else:
         log.info("the checkpoint holds %d epochs already: nothing to train", first - 1)
-    if backend.rank == 0:
+    if backend.rank == 0 or backend.collective:
         # The last epoch trained (an early stop's), else the one the run already held.
         hook.test(hook.epoch or first - 1)
 

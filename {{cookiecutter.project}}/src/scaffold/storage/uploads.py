@@ -11,6 +11,7 @@ from src.scaffold.storage import c2net, obs
 from src.scaffold.storage.retry import Retry
 
 log = logging.getLogger(__name__)
+SHARDS_INDEX = ".metadata"  # in a sharded checkpoint's directory, written last
 
 
 class Remote(Protocol):
@@ -73,11 +74,13 @@ class C2netRemote:
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:
-    """Every output file but temporaries (dot names), with its size and mtime."""
+    """Every output file but temporaries (dot names), with its size and mtime; a sharded
+    checkpoint's .metadata (torch.distributed.checkpoint's index of its shards) is one."""
     found = {}
     for path in root.rglob("*"):
         relative = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+        parts = relative.parts[:-1] if relative.name == SHARDS_INDEX else relative.parts
+        if path.is_file() and not any(part.startswith(".") for part in parts):
             stat = path.stat()
             found[relative.as_posix()] = (stat.st_size, stat.st_mtime_ns)
     return found

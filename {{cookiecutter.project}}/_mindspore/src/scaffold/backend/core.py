@@ -18,7 +18,7 @@ from src.scaffold.backend import devices, guards, saved
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader, typed
-from src.scaffold.backend.options import MSOptions, check_step_options, sink_on
+from src.scaffold.backend.options import MSOptions, check_step_options, shard_refusal, sink_on
 
 # read_meta and load_arrays are this module's too (api.Framework, checks/test_train.py).
 from src.scaffold.backend.saved import CHECKPOINT_SUFFIX, load_arrays, read_meta  # noqa: F401
@@ -49,6 +49,9 @@ class MindSporeBackend:
     def __init__(self, options: MSOptions, task: Task) -> None:
         check_step_options(options, LOOP, sink=False)  # before the device starts
         ctx = init_env(options)
+        if options.shard.mode == "full":  # before the data is read and anything trains
+            raise shard_refusal(ctx.device_target)
+        self.collective = False  # a whole model on every device
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.
         self.scheduler_only = os.environ.get("MS_ROLE") == "MS_SCHED"
@@ -233,6 +236,9 @@ class MindSporeBackend:
         shapes = {k: tuple(v.shape) for k, v in params.items() if hasattr(v, "shape")}
         chosen = pretrained.select(path, own, shapes, skip)
         ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
+
+    def agree(self, flag: bool) -> bool:
+        return flag  # asked only where collective, which a MindSpore run is not
 
     def weights_digest(self) -> str:
         # Trainable parameters: equal on every rank (BatchNorm's moving statistics are not).

@@ -57,6 +57,19 @@ def sink_on(setting: str, device_target: str) -> bool:
     return wanted and device_target != "CPU"
 
 
+def shard_refusal(target: str) -> ConfigError:
+    """shard: full, MindSpore's optimizer parallel: Ascend and GPU only (its support table)."""
+    if target == "CPU":
+        return ConfigError(
+            "shard: full (MindSpore's optimizer parallel) needs Ascend or GPU, and this run is "
+            "on the CPU: set shard.mode none (--shard none), or run on an NPU or GPU"
+        )
+    return ConfigError(
+        "shard: full (MindSpore's optimizer parallel) is not in this version of the project "
+        "yet: set shard.mode none (--shard none)"
+    )
+
+
 def _refusal(named: list[str], need: str) -> ConfigError:
     return ConfigError(f"{' and '.join(named)} {'needs' if len(named) == 1 else 'need'} {need}")
 

@@ -1,5 +1,6 @@
-"""PyTorch's Backend (api.py): the Task's model on its device, trained DDP across ranks; and the
-Framework's CHECKPOINT_SUFFIX and read_meta (load_arrays for the checks) from saved.py."""
+"""PyTorch's Backend (api.py): the Task's model on its device, trained DDP across ranks, or
+sharded over them (shard: full, sharding.py and shards.py); and the Framework's
+CHECKPOINT_SUFFIX and read_meta (load_arrays for the checks) from saved.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from src.scaffold.backend import devices, distributed, guards, saved
+from src.scaffold.backend import devices, distributed, guards, saved, sharding, shards
 from src.scaffold.backend.api import EpochEnd, TrainOptions
 from src.scaffold.backend.loader import EVAL_BATCH, InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
@@ -26,6 +27,7 @@ from src.scaffold.backend.schedule import Schedule
 from src.scaffold.backend.stepping import StepRun, default_train_step
 from src.scaffold.data.sharding import BatchPlan, cpu_count
 from src.scaffold.data.splits import Splits
+from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs import checkpoints, pretrained, truth
 from src.scaffold.task import DataShape, Task
 
@@ -44,6 +46,7 @@ class TorchBackend:
 
     def __init__(self, options: TrainOptions, task: Task) -> None:
         self.importing: threading.Thread | None = None
+        self.sharded = options.shard.mode == "full"  # its checkpoints too, on any ranks
         self.options, self.step, self.augment = options, task.step, task.augment
         self.accumulate = options.accumulate
         self.eval_batch = EVAL_BATCH  # samples evaluated at a time (prepare: by the data)
@@ -63,9 +66,11 @@ class TorchBackend:
             # Each process would otherwise start a thread per CPU: N times oversubscribed.
             torch.set_num_threads(max(1, cpu_count() // place.local_world_size))
         distributed.join(place, self.torch_device)
+        # Sharded over ranks: evaluations and checkpoints are every rank's (run/epochs.py).
+        self.collective = self.sharded and self.world_size > 1
         self.precision = choose(options.amp, self.torch_device)
         self.data: dict[str, InMemory | Streamed] = {}
-        self.workers = 0
+        self.workers, self.stepped = 0, False
 
     def ahead(self) -> None:
         """torch._dynamo (1-4 s to import at torch.optim's first use), imported behind the data."""
@@ -86,7 +91,9 @@ class TorchBackend:
     def _built(self, shape: DataShape) -> None:
         """self.net for ``shape``; NHWC for images on the CPU, where oneDNN runs it faster."""
         self.net = guards.build(self.spec, shape, self.options.model_args).to(self.torch_device)
+        # Not sharded: FSDP2 takes contiguous parameters only.
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
+        self.channels_last = self.channels_last and not self.collective
         if self.channels_last:
             self.net = self.net.to(memory_format=torch.channels_last)
 
@@ -99,6 +106,7 @@ class TorchBackend:
         device = self.torch_device
         torch.manual_seed(options.seed)  # the same initial weights on every rank
         self._built(DataShape(info.shape, info.num_classes))
+        self._shard()
         params = self.net.parameters()
         self.optimizer = self.step.make_optimizer(params, options.lr, options.optimizer)
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
@@ -106,7 +114,7 @@ class TorchBackend:
         self.run = StepRun(self.optimizer, self.precision, options.clip_grad_norm, self.step.loss)
         self.train_step = self.step.train_step or default_train_step
         self.model: torch.nn.Module | None = self.net
-        if self.world_size > 1:
+        if self.world_size > 1 and not self.collective:
             ids = None if device.type == "cpu" else [device.index]
             self.model = DistributedDataParallel(self.net, device_ids=ids)
         normalise = Normalise(info.mean, info.std, len(info.shape), device)
@@ -126,6 +134,20 @@ class TorchBackend:
             name: Streamed(getattr(splits, name), *args, *(augment if name == "train" else ()))
             for name in SPLITS
         }
+
+    def _shard(self) -> None:
+        """shard: full: the model split over the ranks; activation_checkpointing either way."""
+        recompute = self.options.shard.activation_checkpointing
+        if self.collective:
+            sharding.wrap(self.net, self.spec, self.precision, recompute)
+            return
+        if self.sharded:
+            log.info(
+                "shard: full with one rank: it trains unsharded; its checkpoints are sharded "
+                "ones all the same, which any number of ranks resume"
+            )
+        for block in sharding.blocks_of(self.net, self.spec) if recompute else ():
+            sharding.checkpointed(block)
 
     @torch.no_grad()
     def _check_model(self, splits: Splits, normalise: Normalise) -> None:
@@ -153,6 +175,7 @@ class TorchBackend:
             "amp": self.precision.name,
             "channels_last": self.channels_last,
             "num_workers": self.workers,
+            "shard": self.options.shard.mode,
         }
 
     def lr(self) -> float:
@@ -175,6 +198,11 @@ class TorchBackend:
             quiet = not run.last and self.model is not self.net  # DDP syncs on a step's last
             with self.model.no_sync() if quiet else contextlib.nullcontext():
                 loss = self.train_step(self.model, (inputs, labels), run)
+            if not self.stepped and run.last:  # the first optimizer step: the state is there
+                self.stepped = True
+                held = sharding.state_bytes(self.net, self.optimizer)
+                mode = self.options.shard.mode
+                log.info("%s", sharding.said(held, self.rank, self.world_size, mode))
             # Summed on the device: .item() every step would stall a GPU (the hook reads few).
             loss_sum += loss.detach().float()
             steps += 1
@@ -206,21 +234,36 @@ class TorchBackend:
         return self.step.reduce(sums, count)
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
+        scaler = {} if self.run.scaler is None else {"scaler": self.run.scaler.state_dict()}
+        if self.sharded:  # every rank's shards (epochs.py calls it on each), then the file
+            held = sharding.state_bytes(self.net, self.optimizer)
+            shards.save(path, self.net, self.optimizer, {**meta, **scaler}, sum(held.values()))
+            return
         state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
-        if self.run.scaler is not None:
-            state["scaler"] = self.run.scaler.state_dict()
+        state.update(scaler)
         # Through a temporary name, with its checksum: a killed or failed save damages nothing.
         checkpoints.write(path, lambda tmp: torch.save(state, tmp), saved.nbytes(state))
 
-    def _load(self, path: Path, what: str) -> dict[str, Any]:
-        """The checkpoint at ``path``, its weights loaded: one line if made for another model."""
+    def _load(self, path: Path, what: str, optimizer: Any = None) -> dict[str, Any]:
+        """The checkpoint at ``path``, its weights loaded (and ``optimizer``'s state, from a
+        sharded one): one line if made for another model."""
         state = saved.load_state(path, what, self.torch_device)
         own = {k: tuple(v.shape) for k, v in self.net.state_dict().items()}
         weights = dict(state.get("model") or {})
         theirs = {k: tuple(v.shape) for k, v in weights.items() if hasattr(v, "shape")}
+        if shards.KEY in state:
+            theirs = shards.shapes(path, state)
         mismatch = truth.model_mismatch(f"{what} {path}", self.spec.name, own, theirs)
         if mismatch is not None:
             raise mismatch
+        if shards.KEY in state:
+            shards.load(path, state, self.net, optimizer, what)
+            return state
+        if self.collective:
+            raise CheckpointError(
+                f"{what} {path} is a whole model's checkpoint (shard: none): a sharded run "
+                f"continues from sharded ones; start from its weights with --pretrained {path}"
+            )
         try:
             self.net.load_state_dict(state["model"])
         except saved.LOAD_ERRORS as err:
@@ -228,9 +271,17 @@ class TorchBackend:
         return state
 
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        state = self._load(path, what)
+        state = self._load(path, what, self.optimizer)
+        whole = shards.KEY not in state
+        if whole and "optimizer" not in state and what == "--resume":  # eval.py's: scored
+            raise CheckpointError(
+                f"{what} {path} holds weights only (export.py --format checkpoint writes these):"
+                f" resume from the checkpoint it was written from, or start from its weights "
+                f"with --pretrained {path}"
+            )
         try:
-            self.optimizer.load_state_dict(state["optimizer"])
+            if whole and "optimizer" in state:
+                self.optimizer.load_state_dict(state["optimizer"])
             if self.run.scaler is not None and "scaler" in state:
                 self.run.scaler.load_state_dict(state["scaler"])
             found = {"epoch": state["epoch"], "seed": state["seed"]}
@@ -244,6 +295,7 @@ class TorchBackend:
     ) -> None:
         self._built(shape)
         self._load(path, "--checkpoint")
+        self.prepared = path  # export.py's checkpoint format copies its meta
         self.net.eval()
         self.normalise = Normalise(mean, std, len(shape.input), self.torch_device)
 
@@ -257,17 +309,23 @@ class TorchBackend:
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
         state = saved.load_state(path, "--pretrained", self.torch_device)
         # Our checkpoints hold {"model": state_dict, ...}; others are a bare state_dict.
-        weights = state.get("model", state)
+        weights = shards.whole(path, state) if shards.KEY in state else state.get("model", state)
         own = self.net.state_dict()
         shapes = {k: tuple(v.shape) for k, v in weights.items() if hasattr(v, "shape")}
         chosen = pretrained.select(path, {k: tuple(v.shape) for k, v in own.items()}, shapes, skip)
+        if self.collective:  # whole tensors on every rank, each keeping its shards of them
+            shards.load_whole(self.net, {key: weights[key] for key in chosen})
+            return
         own.update({key: weights[key] for key in chosen})
         self.net.load_state_dict(own)
 
+    def agree(self, flag: bool) -> bool:
+        return distributed.any_rank(flag, self.world_size, self.torch_device)
+
     def weights_digest(self) -> str:
         digest = hashlib.sha256()
-        for value in self.net.parameters():
-            digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+        for value in self.net.parameters():  # whole: gathered from every rank when sharded
+            digest.update(sharding.full(value.detach()).cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]
 
     def close(self) -> None:

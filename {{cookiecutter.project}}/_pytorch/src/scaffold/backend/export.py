@@ -1,5 +1,6 @@
 """PyTorch's model files for export.py: ONNX (torch.onnx's TorchScript-based exporter) and
-TorchScript (torch.jit.trace), each loaded back and checked against the model."""
+TorchScript (torch.jit.trace), each loaded back and checked against the model; and checkpoint,
+one file of a (sharded) checkpoint's weights, which eval.py, predict.py and --pretrained read."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-FORMATS = {"onnx": ".onnx", "torchscript": ".torchscript"}
+FORMATS = {"onnx": ".onnx", "torchscript": ".torchscript", "checkpoint": ".pt"}
+OWN = ("model", "optimizer", "scaler", "sharded")  # a checkpoint's state; the rest its meta
 # Opset 11: the Ascend ModelZoo's ONNX exports', which every CANN's ATC converts; a model with
 # newer operators gets the opset they need (fused attention: 14).
 OPSET = 11
@@ -53,6 +55,8 @@ def _quiet() -> Iterator[None]:
 
 def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, Any]:
     """Write the model as ``fmt`` to ``path``, traced on ``sample`` (a normalised batch)."""
+    if fmt == "checkpoint":
+        return _checkpoint(backend, path)
     net, inputs = _model(backend), torch.from_numpy(sample)
     with warnings.catch_warnings(), torch.no_grad():
         # Their deprecation warnings: the new ONNX exporter writes opset 18+, older ATC rejects.
@@ -92,6 +96,22 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
     return {"dynamic_batch": True}
 
 
+def _checkpoint(backend: Any, path: Path) -> dict[str, Any]:
+    """The prepared checkpoint's weights, whole, in one file with its meta (no optimizer)."""
+    from src.scaffold.backend import saved
+    from src.scaffold.outputs import checkpoints
+
+    weights = {k: v.detach().cpu().clone() for k, v in backend.net.state_dict().items()}
+    source = saved.load_state(backend.prepared, "--checkpoint")
+    state = {"model": weights, **{k: v for k, v in source.items() if k not in OWN}}
+    checkpoints.write(path, lambda tmp: torch.save(state, tmp), saved.nbytes(state))
+    back = torch.load(path, map_location="cpu", weights_only=True)["model"]
+    if back.keys() != weights.keys() or not all(torch.equal(back[k], weights[k]) for k in back):
+        raise OSError(f"{path} does not read back as the weights written")
+    checked = "weights equal to the checkpoint's, tensor for tensor (no optimizer state)"
+    return {"unchecked": checked, "dynamic_batch": True}
+
+
 @torch.no_grad()
 def reference(backend: Any, inputs: np.ndarray) -> np.ndarray:
     """The model's own outputs on normalised ``inputs``, float32 on the CPU."""
@@ -99,7 +119,10 @@ def reference(backend: Any, inputs: np.ndarray) -> np.ndarray:
 
 
 def load(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray] | None:
-    """A TorchScript file loaded back (ONNX files run in onnxruntime instead)."""
+    """A TorchScript file loaded back (ONNX files run in onnxruntime instead; a checkpoint's
+    weights are compared as it is written)."""
+    if fmt == "checkpoint":
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = torch.jit.load(str(path), map_location="cpu")

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from src.scaffold.backend import shards
 from src.scaffold.data.splits import CHECKPOINT_META
 from src.scaffold.errors import CheckpointError
 from src.scaffold.outputs.checkpoints import check_intact
@@ -21,7 +22,8 @@ LOAD_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError)
 def load_arrays(path: Path) -> dict[str, Any]:
     """The model weights a checkpoint holds, as numpy arrays (for tests and tools)."""
     state = torch.load(path, map_location="cpu", weights_only=True)
-    return {name: tensor.numpy() for name, tensor in state["model"].items()}
+    weights = shards.whole(path, state) if shards.KEY in state else state["model"]
+    return {name: tensor.numpy() for name, tensor in weights.items()}
 
 
 def nbytes(value: Any) -> int:

@@ -195,3 +195,18 @@ def test_a_mindspore_run_sharded_on_the_cpu_is_one_line(
     )
     runs.assert_one_line_exit_2(refused, "needs Ascend or GPU", "--shard none")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_activation_checkpointing_trains_the_same_steps(
+    project: Path, text: Path, env: dict, sharded: Path, tmp_path: Path
+) -> None:
+    """Each block's activations recomputed in the backward pass: the same operations on the
+    same values, so the same gradients; the first 10 steps' losses are the sharded run's."""
+    args = (*ARGS, "--data_url", str(text), "--batch_size", "16", "--shard", "full")
+    args += ("--activation_checkpointing", "true", "--max_steps", "10")
+    output = runs.torchrun_train(project, tmp_path / "recomputed", *args, env=env)
+    got, expected = losses(output, "step"), losses(sharded, "step")
+    assert [got[step] for step in range(1, 11)] == [expected[step] for step in range(1, 11)]
+    hparams = json.loads((output / "hparams.json").read_text())
+    assert hparams["shard_activation_checkpointing"] is True

@@ -5,7 +5,11 @@ and export.py reading the shards; bad input, one line each."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,3 +214,42 @@ def test_activation_checkpointing_trains_the_same_steps(
     assert [got[step] for step in range(1, 11)] == [expected[step] for step in range(1, 11)]
     hparams = json.loads((output / "hparams.json").read_text())
     assert hparams["shard_activation_checkpointing"] is True
+
+
+@pytest.mark.slow
+def test_sigterm_saves_every_ranks_shards_at_one_step_and_the_rerun_continues(
+    project: Path, text: Path, env: dict, sharded: Path, tmp_path: Path
+) -> None:
+    """A preemption of a sharded run: the ranks, signalled apiece by torchrun, agree on one step,
+    save their shards of it together and stop; the same command continues from that step and
+    ends as the uninterrupted run does."""
+    output = tmp_path / "out"
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    argv = [*launcher, "train.py", "--device_target", "cpu", "--train_url", str(output)]
+    argv += [*ARGS, "--data_url", str(text), "--batch_size", "16", "--shard", "full"]
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=project,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # 5 steps into epoch 2 (rank 0's progress line)
+        if f" step {STEPS + 5}/{3 * STEPS} " in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode != 0, stdout[-2000:]
+    steps = re.findall(r"stopped by SIGTERM: the checkpoint at step (\d+) is saved", stdout)
+    assert len(steps) == 2 and steps[0] == steps[1], stdout[-3000:] + stderr[-3000:]
+    latest = json.loads((output / "latest.json").read_text())["latest"]
+    assert latest == f"gpt_epoch2_step{steps[0]}.pt"
+    shards = sorted(p.name for p in (output / f"gpt_epoch2_step{steps[0]}.shards").iterdir())
+    assert shards == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    again = runs.run(project, *argv, "--resume", "auto", env=env)
+    assert f"resumed from {output / latest}" in runs.ok(again)
+    for kind in ("train", "val"):
+        got = losses(output, kind)[3]
+        assert got == pytest.approx(losses(sharded, kind)[3], abs=LOSS_TOLERANCE), kind

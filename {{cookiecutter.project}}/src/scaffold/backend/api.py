@@ -11,10 +11,10 @@ import numpy as np
 
 from src.scaffold.backend.schedule import Schedule
 from src.scaffold.config import DataOptions
-from src.scaffold.config.sections import ShardOptions
+from src.scaffold.config.sections import LoraOptions, ShardOptions
 from src.scaffold.data.sharding import BatchPlan
 from src.scaffold.data.splits import Splits
-from src.scaffold.task import DataShape, Task
+from src.scaffold.task import DataShape, ModelSpec, Task
 
 
 class EpochEnd(Protocol):
@@ -44,6 +44,7 @@ class Backend(Protocol):
     inside_epochs: bool  # resumes from a checkpoint taken inside an epoch
     collective: bool  # split over the ranks: each evaluates and saves with the others
     input_shape: tuple[int, ...]  # the chosen model's declared input (@model), for a smoke run
+    spec: ModelSpec  # the model trained: src/model.py's chosen one, or init_from's
     sample_metrics: dict[str, Any]  # src/step.py's metrics on the samples setup() tried
 
     def describe(self) -> dict[str, Any]:
@@ -104,6 +105,8 @@ class TrainOptions:
     checkpoint_every: int | None
     data: DataOptions
     shard: ShardOptions
+    init_from: Path | None
+    lora: LoraOptions
     optimizer: dict[str, Any]
 
 

@@ -21,6 +21,7 @@ from src.scaffold.config.converters import (
 from src.scaffold.config.sections import (
     DataOptions,
     EarlyStopOptions,
+    LoraOptions,
     MonitorOptions,
     Places,
     ScheduleOptions,
@@ -49,6 +50,7 @@ SECTION_TYPES = dict(
     monitor=MonitorOptions,
     early_stop=EarlyStopOptions,
     shard=ShardOptions,
+    lora=LoraOptions,
 )
 
 
@@ -88,6 +90,9 @@ class Config:
         None, resume_value, "checkpoint to continue from, or auto: the newest in train_url"
     )
     pretrained: Path | None = option(None, Path, "load model weights (only) from this checkpoint")
+    init_from: Path | None = option(
+        None, Path, "a Hugging Face model directory (save_pretrained's) to start from"
+    )
     skip_layers: tuple[str, ...] = option(
         (), words, "with --pretrained: layers to leave initialised (a,b)"
     )
@@ -124,6 +129,7 @@ class Config:
     monitor: MonitorOptions = field(default_factory=MonitorOptions)
     early_stop: EarlyStopOptions = field(default_factory=EarlyStopOptions)
     shard: ShardOptions = field(default_factory=ShardOptions)
+    lora: LoraOptions = field(default_factory=LoraOptions)
     log_every: int = option(50, integer(1), "progress line and train loss every N steps")
     tensorboard: bool = option(
         True, boolean, "write TensorBoard event files (--no_tensorboard: off)"

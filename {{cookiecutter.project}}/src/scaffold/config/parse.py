@@ -132,6 +132,8 @@ def parse_script(
     values.update(flags, given=tuple(flags), config_path=config_path)
     if args["smoke"] and args["epoch_size"] is None:
         values["epoch_size"] = 1  # a smoke run checks the plumbing: one epoch unless asked
+    if values.get("init_from") and values.get("data_tokenizer") is None:
+        values["data_tokenizer"] = values["init_from"]  # the model's own tokenizer
     if values.get("skip_layers") and not values.get("pretrained"):
         raise ConfigError(
             "--skip_layers applies to the weights --pretrained loads: give --pretrained too, "

@@ -1,5 +1,5 @@
-"""config.yaml's sections (data:, schedule:, monitor:, early_stop:, shard:), each a part's options,
-and what the run's entry hands the parts that read places (Places, Source)."""
+"""config.yaml's sections (data:, schedule:, monitor:, early_stop:, shard:, lora:), each a
+part's options, and what the run's entry hands the parts that read places (Places, Source)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from src.scaffold.config.converters import (
     image_size,
     integer,
     number,
+    words,
     worker_count,
 )
 
@@ -156,6 +157,18 @@ class ShardOptions:
         boolean,
         "recompute each block's activations in the backward pass (less memory, more time)",
         ("--activation_checkpointing",),
+    )
+
+
+@dataclass(frozen=True)
+class LoraOptions:
+    """config.yaml's lora: low-rank adapters trained on init_from's frozen model (peft)."""
+
+    rank: int = option(0, integer(0), "adapters' rank (0: no LoRA, the whole model trains)")
+    alpha: float = option(16.0, number(0), "adapters' scale: alpha / rank times their product")
+    dropout: float = option(0.0, number(0, 1, with_low=True), "dropout on the adapters' input")
+    target_modules: tuple[str, ...] = option(
+        (), words, "the layers adapted, by name (q_proj,v_proj); empty: peft's for the model"
     )
 
 

@@ -155,7 +155,7 @@ class DataInfo:
         }
 
 
-CHECKPOINT_META = ("model_name", "model_args", *DataInfo("", (), 0).checkpoint_meta())
+CHECKPOINT_META = ("model_name", "model_args", "init_from", *DataInfo("", (), 0).checkpoint_meta())
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def evaluate(
         smoke = cfg.smoke_sizes(backend.world_size)
         source = cfg.source(found.where.data)
         splits = finder.splits(
-            cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+            cfg.data, source, task.readers, backend.input_shape, smoke, backend.spec.ids
         )
         plan = BatchPlan(len(splits.train), cfg.batch_size, 1, 0, cfg.seed)
         backend.setup(splits, Schedule.of(cfg.schedule, cfg.lr, plan.steps_per_epoch, 1))

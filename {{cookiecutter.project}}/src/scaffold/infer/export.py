@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 from contextlib import suppress
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -59,23 +60,18 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch", type=int, default=1, help="the batch the file's input shape declares"
     )
+    parser.add_argument(
+        "--adapters-only",
+        action="store_true",
+        help="with --format hf: the LoRA adapters alone, not the merged model",
+    )
 
 
 def export(
     task: Task, cfg: Config, framework: Framework, exporter: Exporter, args: argparse.Namespace
 ) -> Path:
     """Write checkpoint args.checkpoint as args.format, check it, and write its sidecar."""
-    # The format as the framework names it (onnx, MINDIR ...), whatever its case.
-    fmt = next((name for name in exporter.FORMATS if name.lower() == args.format.lower()), "")
-    if not fmt:
-        raise ConfigError(f"--format {args.format!r} is not one of {', '.join(exporter.FORMATS)}")
-    if args.batch < 1:
-        raise ConfigError(f"--batch {args.batch}: give 1 or more")
-    if fmt.lower() == "onnx":
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as err:
-            raise ConfigError(f"--format {fmt} needs {ONNX_NEEDS}") from err
+    fmt = _format(exporter, args)
     found = locate(cfg.named(), cfg.places(), framework, args.checkpoint)
     recorded, cfg = found.recorded, cfg.with_options(**found.changes)
     path = args.output or Path("export") / f"{recorded.path.stem}{exporter.FORMATS[fmt]}"
@@ -89,7 +85,7 @@ def export(
         source = cfg.source(found.where.data)
         smoke = cfg.smoke_sizes(backend.world_size)
         splits = finder.splits(
-            cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+            cfg.data, source, task.readers, backend.input_shape, smoke, backend.spec.ids
         )
         test = splits.test if len(splits.test) else splits.val
         if tuple(test.shape) != recorded.shape:
@@ -105,9 +101,10 @@ def export(
         try:
             parity = _check(exporter, backend, fmt, path, inputs, details)
         except BaseException:
-            path.unlink(missing_ok=True)
+            _remove(path)
             raise
-        usual_mode(path)
+        if path.is_file():  # a directory (hf) keeps its mode
+            usual_mode(path)
     finally:
         backend.close()
     sidecar = path.with_name(path.name + ".json")  # model.onnx.json
@@ -120,6 +117,27 @@ def export(
     print(f"wrote {path} and {sidecar.name}: {how}", flush=True)
     found.said()
     return path
+
+
+def _format(exporter: Exporter, args: argparse.Namespace) -> str:
+    """The format as the framework names it (onnx, MINDIR ...), whatever its case; its
+    arguments checked (one line each)."""
+    fmt = next((name for name in exporter.FORMATS if name.lower() == args.format.lower()), "")
+    if not fmt or fmt == "hf-adapters":  # that one is --format hf --adapters-only
+        shown = ", ".join(name for name in exporter.FORMATS if name != "hf-adapters")
+        raise ConfigError(f"--format {args.format!r} is not one of {shown}")
+    if args.batch < 1:
+        raise ConfigError(f"--batch {args.batch}: give 1 or more")
+    if args.adapters_only:
+        if fmt != "hf":
+            raise ConfigError(f"--adapters-only goes with --format hf, not {fmt}")
+        fmt = "hf-adapters"
+    if fmt.lower() == "onnx":
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as err:
+            raise ConfigError(f"--format {fmt} needs {ONNX_NEEDS}") from err
+    return fmt
 
 
 def _write(
@@ -136,13 +154,21 @@ def _write(
     except TrainError:
         raise
     except Exception as err:
-        path.unlink(missing_ok=True)
+        _remove(path)
         first = next((line for line in str(err).splitlines() if line.strip()), "")
         others = ", ".join(name for name in exporter.FORMATS if name != fmt)
         raise ExportError(
             f"{FRAMEWORK} cannot write model {recorded.model_name} as {fmt}: "
             f"{type(err).__name__}: {' '.join(first.split())} (try --format {others})"
         ) from err
+
+
+def _remove(path: Path) -> None:
+    """A failed export's file, or directory (hf), gone."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _check(

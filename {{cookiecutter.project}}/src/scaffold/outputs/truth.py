@@ -20,7 +20,8 @@ from src.scaffold.storage.uploads import Remote
 INPUTS = tuple(
     "model model_args data_url dataset_name train_dir test_dir data_format data_label_column"
     " data_labels data_resize data_test_fraction data_mean data_std seed val_fraction num_classes"
-    " data_block_size data_tokenizer batch_size amp context_mode amp_level".split()
+    " data_block_size data_tokenizer batch_size amp context_mode amp_level init_from lora_rank"
+    " lora_alpha lora_dropout lora_target_modules".split()
 )
 # What every attempt takes from its own command line and environment instead.
 OWN = tuple(
@@ -35,6 +36,7 @@ FROM_CHECKPOINT = {
     "data_std": "data_std",
     "data_resize": "data_resize",
     "label_column": "data_label_column",
+    "init_from": "init_from",
 }
 
 
@@ -44,7 +46,8 @@ def recorded(directory: Path) -> dict[str, Any]:
     if not isinstance(values, dict):
         return {}
     resolved = values.get("resolved") if isinstance(values.get("resolved"), dict) else {}
-    if values.get("model") is None and isinstance(resolved.get("model"), str):
+    own = values.get("model") is None and not values.get("init_from")  # not init_from's model
+    if own and isinstance(resolved.get("model"), str):
         values["model"] = resolved["model"]
     return values
 
@@ -114,6 +117,8 @@ def adopt(
         except Exception:  # noqa: BLE001 (an option another version wrote: not ours)
             continue
     from_checkpoint = {opt: meta[key] for key, opt in FROM_CHECKPOINT.items() if meta.get(key)}
+    if meta.get("init_from"):  # its model_name is init_from's (config.json's model_type)
+        from_checkpoint.pop("model", None)
     if meta.get("numeric"):
         from_checkpoint["data_labels"] = "values"
     for name, value in from_checkpoint.items():

@@ -106,7 +106,7 @@ def _train(
     """Train as cfg says; ``asked``: the options as they were given, for the record."""
     source, smoke = cfg.source(where.data), cfg.smoke_sizes(backend.world_size)
     splits = finder.splits(
-        cfg.data, source, task.readers, backend.input_shape, smoke, task.model(cfg.model).ids
+        cfg.data, source, task.readers, backend.input_shape, smoke, backend.spec.ids
     )
     TIMELINE.mark("data")
     # A batch larger than the data: said now, before the run starts, in every framework.
@@ -170,14 +170,14 @@ def _epochs(
     resolved = {**launch, **splits.info.record(), **sizes, **backend.describe()}
     options = {key: value for key, value in asked.items() if key != "run_id"}
     record.log_hparams({**options, "resolved": resolved})
-    name, keep = task.model(cfg.model).name, cfg.keep_checkpoints
+    name, keep = backend.spec.name, cfg.keep_checkpoints
     policy = checkpoints.Retention.resume(where.output, backend.suffix, keep, name, task.monitor)
     progress = None
     if backend.rank == 0:
         begun = plan.steps_done(first - 1) + plan.skipped(first)
         batch = launch["global_batch_size"]
         progress = Progress(total, begun, cfg.log_every, batch, sys.stdout.isatty())
-    meta = {"model_name": name, "model_args": cfg.model_args, **splits.info.checkpoint_meta()}
+    meta = _meta(cfg, name, splits)
     # With neither patience nor threshold set (early_stop off) it never stops the run.
     early = EarlyStop(task.monitor, cfg.early_stop.patience, cfg.early_stop.threshold)
     hook = EpochEnd(
@@ -207,6 +207,14 @@ def _epochs(
     if backend.rank == 0 or backend.collective:
         # The last epoch trained (an early stop's), else the one the run already held.
         hook.test(hook.epoch or first - 1)
+
+
+def _meta(cfg: Config, name: str, splits: Splits) -> dict[str, Any]:
+    """What checkpoints carry besides the weights: usable without the run that made them."""
+    meta = {"model_name": name, "model_args": cfg.model_args, **splits.info.checkpoint_meta()}
+    if cfg.init_from is not None:  # the model (and tokenizer) the checkpoint builds on
+        meta["init_from"] = str(cfg.init_from.absolute())
+    return meta
 
 
 class _Format(logging.Formatter):

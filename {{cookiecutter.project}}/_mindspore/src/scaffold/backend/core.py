@@ -18,7 +18,13 @@ from src.scaffold.backend import devices, guards, saved
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader, typed
-from src.scaffold.backend.options import MSOptions, check_step_options, shard_refusal, sink_on
+from src.scaffold.backend.options import (
+    MSOptions,
+    check_step_options,
+    pytorch_only,
+    shard_refusal,
+    sink_on,
+)
 
 # read_meta and load_arrays are this module's too (api.Framework, checks/test_train.py).
 from src.scaffold.backend.saved import CHECKPOINT_SUFFIX, load_arrays, read_meta  # noqa: F401
@@ -48,6 +54,7 @@ class MindSporeBackend:
 
     def __init__(self, options: MSOptions, task: Task) -> None:
         check_step_options(options, LOOP, sink=False)  # before the device starts
+        pytorch_only(options)
         ctx = init_env(options)
         if options.shard.mode == "full":  # before the data is read and anything trains
             raise shard_refusal(ctx.device_target)

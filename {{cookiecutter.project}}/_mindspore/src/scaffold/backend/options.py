@@ -57,6 +57,13 @@ def sink_on(setting: str, device_target: str) -> bool:
     return wanted and device_target != "CPU"
 
 
+def pytorch_only(options: TrainOptions) -> None:
+    """init_from and lora: Hugging Face's transformers and peft, PyTorch's; one line here."""
+    named = [f for f, on in (("init_from", options.init_from), ("lora", options.lora.rank)) if on]
+    if named:
+        raise _refusal(named, "a PyTorch project (Hugging Face's transformers and peft)")
+
+
 def shard_refusal(target: str) -> ConfigError:
     """shard: full, MindSpore's optimizer parallel: Ascend and GPU only (its support table)."""
     if target == "CPU":

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from src.scaffold.backend import devices, distributed, guards, saved, sharding, shards
+from src.scaffold.backend import devices, distributed, guards, hf, saved, sharding, shards
 from src.scaffold.backend.api import EpochEnd, TrainOptions
 from src.scaffold.backend.loader import EVAL_BATCH, InMemory, Normalise, Streamed, auto_workers
 from src.scaffold.backend.precision import choose
@@ -50,7 +50,12 @@ class TorchBackend:
         self.options, self.step, self.augment = options, task.step, task.augment
         self.accumulate = options.accumulate
         self.eval_batch = EVAL_BATCH  # samples evaluated at a time (prepare: by the data)
-        self.spec = task.model(options.model)
+        # init_from's Hugging Face model (hf.py), else src/model.py's chosen one.
+        self.spec = (
+            task.model(options.model)
+            if options.init_from is None
+            else hf.spec(options.init_from, options.lora, options.data.block_size)
+        )
         self.input_shape = self.spec.input_shape
         place = distributed.placement()
         self.rank, self.world_size = place.rank, place.world_size
@@ -90,7 +95,8 @@ class TorchBackend:
 
     def _built(self, shape: DataShape) -> None:
         """self.net for ``shape``; NHWC for images on the CPU, where oneDNN runs it faster."""
-        self.net = guards.build(self.spec, shape, self.options.model_args).to(self.torch_device)
+        args = {} if self.options.init_from else self.options.model_args  # src/model.py's
+        self.net = guards.build(self.spec, shape, args).to(self.torch_device)
         # Not sharded: FSDP2 takes contiguous parameters only.
         self.channels_last = self.torch_device.type == "cpu" and len(shape.input) == 3
         self.channels_last = self.channels_last and not self.collective
@@ -106,7 +112,7 @@ class TorchBackend:
         device = self.torch_device
         torch.manual_seed(options.seed)  # the same initial weights on every rank
         self._built(DataShape(info.shape, info.num_classes))
-        self._shard()
+        sharding.apply(self.net, self.spec, self.precision, options.shard, self.collective)
         params = self.net.parameters()
         self.optimizer = self.step.make_optimizer(params, options.lr, options.optimizer)
         # Each group's own lr, scaled by the schedule every step (a checkpoint's is not used).
@@ -134,20 +140,6 @@ class TorchBackend:
             name: Streamed(getattr(splits, name), *args, *(augment if name == "train" else ()))
             for name in SPLITS
         }
-
-    def _shard(self) -> None:
-        """shard: full: the model split over the ranks; activation_checkpointing either way."""
-        recompute = self.options.shard.activation_checkpointing
-        if self.collective:
-            sharding.wrap(self.net, self.spec, self.precision, recompute)
-            return
-        if self.sharded:
-            log.info(
-                "shard: full with one rank: it trains unsharded; its checkpoints are sharded "
-                "ones all the same, which any number of ranks resume"
-            )
-        for block in sharding.blocks_of(self.net, self.spec) if recompute else ():
-            sharding.checkpointed(block)
 
     @torch.no_grad()
     def _check_model(self, splits: Splits, normalise: Normalise) -> None:
@@ -200,9 +192,7 @@ class TorchBackend:
                 loss = self.train_step(self.model, (inputs, labels), run)
             if not self.stepped and run.last:  # the first optimizer step: the state is there
                 self.stepped = True
-                held = sharding.state_bytes(self.net, self.optimizer)
-                mode = self.options.shard.mode
-                log.info("%s", sharding.said(held, self.rank, self.world_size, mode))
+                sharding.say(self.net, self.optimizer, self.rank, self.world_size, self.options)
             # Summed on the device: .item() every step would stall a GPU (the hook reads few).
             loss_sum += loss.detach().float()
             steps += 1
@@ -239,7 +229,7 @@ class TorchBackend:
             held = sharding.state_bytes(self.net, self.optimizer)
             shards.save(path, self.net, self.optimizer, {**meta, **scaler}, sum(held.values()))
             return
-        state = {"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), **meta}
+        state = {"model": hf.kept(self.net), "optimizer": self.optimizer.state_dict(), **meta}
         state.update(scaler)
         # Through a temporary name, with its checksum: a killed or failed save damages nothing.
         checkpoints.write(path, lambda tmp: torch.save(state, tmp), saved.nbytes(state))
@@ -248,7 +238,7 @@ class TorchBackend:
         """The checkpoint at ``path``, its weights loaded (and ``optimizer``'s state, from a
         sharded one): one line if made for another model."""
         state = saved.load_state(path, what, self.torch_device)
-        own = {k: tuple(v.shape) for k, v in self.net.state_dict().items()}
+        own = {k: tuple(v.shape) for k, v in hf.kept(self.net).items()}  # LoRA: adapters
         weights = dict(state.get("model") or {})
         theirs = {k: tuple(v.shape) for k, v in weights.items() if hasattr(v, "shape")}
         if shards.KEY in state:
@@ -265,7 +255,7 @@ class TorchBackend:
                 f"continues from sharded ones; start from its weights with --pretrained {path}"
             )
         try:
-            self.net.load_state_dict(state["model"])
+            self.net.load_state_dict(state["model"], strict=len(own) == len(self.net.state_dict()))
         except saved.LOAD_ERRORS as err:
             raise saved.not_this_model(what, path, err) from err
         return state

@@ -17,7 +17,17 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-FORMATS = {"onnx": ".onnx", "torchscript": ".torchscript", "checkpoint": ".pt"}
+from src.scaffold.backend import hf
+from src.scaffold.errors import ConfigError
+
+# hf: a directory transformers loads (init_from's model, LoRA merged); hf-adapters: LoRA's alone.
+FORMATS = {
+    "onnx": ".onnx",
+    "torchscript": ".torchscript",
+    "checkpoint": ".pt",
+    "hf": ".hf",
+    "hf-adapters": ".adapters",
+}
 OWN = ("model", "optimizer", "scaler", "sharded")  # a checkpoint's state; the rest its meta
 # Opset 11: the Ascend ModelZoo's ONNX exports', which every CANN's ATC converts; a model with
 # newer operators gets the opset they need (fused attention: 14).
@@ -57,6 +67,11 @@ def write(backend: Any, fmt: str, path: Path, sample: np.ndarray) -> dict[str, A
     """Write the model as ``fmt`` to ``path``, traced on ``sample`` (a normalised batch)."""
     if fmt == "checkpoint":
         return _checkpoint(backend, path)
+    if fmt.startswith("hf"):
+        if not isinstance(backend.net, hf.Pretrained):
+            raise ConfigError(f"--format {fmt} writes init_from's model: this run has none")
+        hf.save_pretrained(backend.net, path, adapters_only=fmt == "hf-adapters")
+        return {"dynamic_batch": True, "dynamic_sequence": True}
     net, inputs = _model(backend), torch.from_numpy(sample)
     with warnings.catch_warnings(), torch.no_grad():
         # Their deprecation warnings: the new ONNX exporter writes opset 18+, older ATC rejects.
@@ -112,6 +127,22 @@ def _checkpoint(backend: Any, path: Path) -> dict[str, Any]:
     return {"unchecked": checked, "dynamic_batch": True}
 
 
+def _transformers(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The directory loaded back by transformers (the adapters by peft, onto their base)."""
+    import transformers
+
+    if fmt == "hf":
+        model = transformers.AutoModelForCausalLM.from_pretrained(path)
+    else:
+        import peft
+
+        model = peft.AutoPeftModelForCausalLM.from_pretrained(path)
+    model.eval()
+    return torch.no_grad()(
+        lambda batch: model(input_ids=torch.from_numpy(batch)).logits.float().numpy()
+    )
+
+
 @torch.no_grad()
 def reference(backend: Any, inputs: np.ndarray) -> np.ndarray:
     """The model's own outputs on normalised ``inputs``, float32 on the CPU."""
@@ -123,6 +154,8 @@ def load(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray] | None:
     weights are compared as it is written)."""
     if fmt == "checkpoint":
         return None
+    if fmt.startswith("hf"):
+        return _transformers(path, fmt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = torch.jit.load(str(path), map_location="cpu")

@@ -25,6 +25,8 @@ def blocks_of(net: torch.nn.Module, spec: ModelSpec) -> list[torch.nn.Module]:
     found: Any = net
     for part in spec.blocks.split("."):
         found = getattr(found, part, None)
+    if isinstance(found, list) and found:  # a property's list (hf.py's Pretrained.blocks)
+        return found
     if not isinstance(found, torch.nn.Module) or not list(found.children()):
         raise ConfigError(
             f"model {spec.name}: @model(blocks={spec.blocks!r}) names no list of modules of it "
@@ -100,8 +102,26 @@ def state_bytes(net: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[
     return held
 
 
-def said(held: dict[str, int], rank: int, world_size: int, mode: str) -> str:
-    """The log's line of what ``state_bytes`` found."""
+def say(net: torch.nn.Module, optimizer: Any, rank: int, world_size: int, options: Any) -> None:
+    """The log's line of what this rank holds (``state_bytes``), after its first step."""
+    mode, held = options.shard.mode, state_bytes(net, optimizer)
     split = f"split over {world_size} ranks" if mode == "full" and world_size > 1 else "whole"
     parts = ", ".join(f"{name} {value / 2**20:,.2f} MiB" for name, value in held.items())
-    return f"rank {rank} holds {parts} (shard: {mode}, {split})"
+    log.info("rank %d holds %s (shard: %s, %s)", rank, parts, mode, split)
+
+
+def apply(
+    net: torch.nn.Module, spec: ModelSpec, precision: Precision, shard: Any, collective: bool
+) -> None:
+    """shard: full: the model split over the ranks; activation_checkpointing either way."""
+    recompute = shard.activation_checkpointing
+    if collective:
+        wrap(net, spec, precision, recompute)
+        return
+    if shard.mode == "full":
+        log.info(
+            "shard: full with one rank: it trains unsharded; its checkpoints are sharded "
+            "ones all the same, which any number of ranks resume"
+        )
+    for block in blocks_of(net, spec) if recompute else ():
+        checkpointed(block)

@@ -39,9 +39,10 @@ def _state(net: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> dic
     """The model's (and optimizer's) state by parameter name: each rank's shards of it."""
     from torch.distributed.checkpoint import state_dict as dcp_state
 
+    options = dcp_state.StateDictOptions(ignore_frozen_params=True)  # LoRA's: init_from's
     if optimizer is None:
-        return {"model": dcp_state.get_model_state_dict(net)}
-    model, optim = dcp_state.get_state_dict(net, optimizer)  # the optimizer's state made
+        return {"model": dcp_state.get_model_state_dict(net, options=options)}
+    model, optim = dcp_state.get_state_dict(net, optimizer, options=options)  # state made
     return {"model": model, "optimizer": optim}
 
 
@@ -124,11 +125,17 @@ def load(
     except Exception as err:  # checked intact: a checkpoint of another model or optimizer
         reason = " ".join(str(err).split())[:300] or type(err).__name__
         raise CheckpointError(f"{what} {path} cannot be read into this run: {reason}") from err
+    # Not strict: a LoRA run's frozen weights are init_from's, in no checkpoint.
+    options = dcp_state.StateDictOptions(strict=False)
     if optimizer is None:
-        dcp_state.set_model_state_dict(net, wanted["model"])
+        dcp_state.set_model_state_dict(net, wanted["model"], options=options)
     else:
         dcp_state.set_state_dict(
-            net, optimizer, model_state_dict=wanted["model"], optim_state_dict=wanted["optimizer"]
+            net,
+            optimizer,
+            model_state_dict=wanted["model"],
+            optim_state_dict=wanted["optimizer"],
+            options=options,
         )
 
 

@@ -115,10 +115,12 @@ class EpochEnd:
         if (progress := self.progress) is None and not collective:
             return  # other ranks go on: rank 0 saves, then the group ends with it
         self._every(step)
-        if collective and self.backend.agree(STOP.pending is not None):
-            # A stop on any rank: all save at this step (the save is every rank's), then stop.
+        stop = STOP.pending is not None
+        if collective and (stop := self.backend.agree(stop)):
+            # A stop on any rank: all save at this step (the save is every rank's), then stop;
+            # one that came after the vote waits for the next step's.
             STOP.pending = STOP.pending or Stopped(signal.SIGTERM, "SIGTERM on another rank")
-        if STOP.pending is not None:
+        if stop:
             epoch = self.plan.epoch_of(step)
             if not self.backend.inside_epochs:  # MindSpore's Model.train, a data sink
                 log.warning(

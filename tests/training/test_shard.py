@@ -253,3 +253,27 @@ def test_sigterm_saves_every_ranks_shards_at_one_step_and_the_rerun_continues(
     for kind in ("train", "val"):
         got = losses(output, kind)[3]
         assert got == pytest.approx(losses(sharded, kind)[3], abs=LOSS_TOLERANCE), kind
+
+
+@pytest.mark.slow
+def test_a_steps_options_sharded_are_ddps(
+    project: Path, text: Path, env: dict, tmp_path: Path
+) -> None:
+    """accumulate (2 batches a step), clip_grad_norm (over the sharded gradients: their norm
+    gathered), validate_every and checkpoint_every, sharded and DDP on the same 2 ranks: rank
+    0's losses and the validations agree (summation order, as the 50 steps above)."""
+    args = (*ARGS, "--data_url", str(text), "--batch_size", "8", "--accumulate", "2")
+    args += ("--clip_grad_norm", "0.5", "--validate_every", "4", "--checkpoint_every", "6")
+    args += ("--max_steps", "24")
+    ddp = runs.torchrun_train(project, tmp_path / "ddp", *args, env=env)
+    sharded = runs.torchrun_train(project, tmp_path / "sharded", *args, "--shard", "full", env=env)
+    for kind in ("step", "val"):
+        got, expected = (
+            [(r["step"], r["loss"]) for r in runs.metrics(o) if r["type"] == kind]
+            for o in (sharded, ddp)
+        )
+        assert [step for step, _ in got] == [step for step, _ in expected], kind
+        for (step, value), (_, wanted) in zip(got, expected, strict=True):
+            assert value == pytest.approx(wanted, abs=LOSS_TOLERANCE), (kind, step)
+    vals = [row["step"] for row in runs.metrics(sharded) if row["type"] == "val"]
+    assert vals[:3] == [8, 16, 24]  # every 4 optimizer steps of 2 batches

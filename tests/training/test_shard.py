@@ -277,3 +277,22 @@ def test_a_steps_options_sharded_are_ddps(
             assert value == pytest.approx(wanted, abs=LOSS_TOLERANCE), (kind, step)
     vals = [row["step"] for row in runs.metrics(sharded) if row["type"] == "val"]
     assert vals[:3] == [8, 16, 24]  # every 4 optimizer steps of 2 batches
+
+
+@pytest.mark.slow
+def test_bfloat16_sharded_keeps_float32_weights(
+    project: Path, text: Path, env: dict, tmp_path: Path
+) -> None:
+    """amp (true here; auto on accelerators): blocks compute in bfloat16, reduce in float32,
+    and the weights kept, checkpointed and hashed at the end are float32, the same on both."""
+    args = (*ARGS, "--data_url", str(text), "--batch_size", "16", "--shard", "full")
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    output = tmp_path / "bf16"
+    argv = ("train.py", "--device_target", "cpu", "--train_url", str(output), *args)
+    said = runs.ok(runs.run(project, *launcher, *argv, "--amp", "true", "--max_steps", "8"))
+    digests = set(re.findall(r"finished, parameters ([0-9a-f]{16})", said))
+    assert len(digests) == 1 and said.count("finished, parameters") == 2, said[-2000:]
+    resolved = json.loads((output / "hparams.json").read_text())["resolved"]
+    assert resolved["amp"] == "bfloat16"
+    weights = runs.weights(output / "gpt_epoch1.pt")
+    assert {value.dtype.name for value in weights.values()} == {"float32"}

@@ -314,6 +314,8 @@ class TorchBackend:
 
     def weights_digest(self) -> str:
         digest = hashlib.sha256()
+        if self.collective:  # its float32 shards (the root's bf16 copy stays after a forward)
+            self.net.reshard()
         for value in self.net.parameters():  # whole: gathered from every rank when sharded
             digest.update(sharding.full(value.detach()).cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]

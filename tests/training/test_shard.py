@@ -27,6 +27,7 @@ BLOCK = 64
 TINY = ("--model_args", "layers=2,heads=2,width=64", "--data_block_size", str(BLOCK))
 ARGS = (*TINY, "--schedule_name", "constant", "--log_every", "1", "--epoch_size", "3")
 STEPS = 25  # an epoch's
+TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
 TEXT = 28 * 32 * BLOCK + BLOCK  # bytes
 # Ranks that train as one process does differ by the order their gradients are summed in:
 # the epochs' mean train and val losses of the resumed runs agree with the uninterrupted run's
@@ -173,11 +174,10 @@ def test_the_classifier_trains_sharded_as_one_process(
     """LeNet names no blocks: sharded whole, with the WARNING; its epoch on 2 ranks of 16 is
     one process's of 32 to float32 summation order (test_pytorch_project.py's 1e-5)."""
     args = ("--data_url", str(digits_dir), "--epoch_size", "1")
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     two = tmp_path / "two"
     argv = ("train.py", "--device_target", "cpu", "--train_url", str(two), *args)
     said = runs.ok(
-        runs.run(pytorch_project, *launcher, *argv, "--batch_size", "16", "--shard", "full")
+        runs.run(pytorch_project, *TORCHRUN, *argv, "--batch_size", "16", "--shard", "full")
     )
     assert "model lenet names no blocks: it is sharded whole" in said
     one = runs.train(pytorch_project, tmp_path / "one", *args, "--batch_size", "32")
@@ -224,8 +224,7 @@ def test_sigterm_saves_every_ranks_shards_at_one_step_and_the_rerun_continues(
     save their shards of it together and stop; the same command continues from that step and
     ends as the uninterrupted run does."""
     output = tmp_path / "out"
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    argv = [*launcher, "train.py", "--device_target", "cpu", "--train_url", str(output)]
+    argv = [*TORCHRUN, "train.py", "--device_target", "cpu", "--train_url", str(output)]
     argv += [*ARGS, "--data_url", str(text), "--batch_size", "16", "--shard", "full"]
     proc = subprocess.Popen(
         [sys.executable, *argv],
@@ -286,10 +285,9 @@ def test_bfloat16_sharded_keeps_float32_weights(
     """amp (true here; auto on accelerators): blocks compute in bfloat16, reduce in float32,
     and the weights kept, checkpointed and hashed at the end are float32, the same on both."""
     args = (*ARGS, "--data_url", str(text), "--batch_size", "16", "--shard", "full")
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     output = tmp_path / "bf16"
     argv = ("train.py", "--device_target", "cpu", "--train_url", str(output), *args)
-    said = runs.ok(runs.run(project, *launcher, *argv, "--amp", "true", "--max_steps", "8"))
+    said = runs.ok(runs.run(project, *TORCHRUN, *argv, "--amp", "true", "--max_steps", "8"))
     digests = set(re.findall(r"finished, parameters ([0-9a-f]{16})", said))
     assert len(digests) == 1 and said.count("finished, parameters") == 2, said[-2000:]
     resolved = json.loads((output / "hparams.json").read_text())["resolved"]

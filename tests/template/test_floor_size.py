@@ -29,10 +29,12 @@ from generator.render.project import render
 # the section, its refusal and the shared parts, 8,085 with the custom loop); and Hugging Face
 # models (issue: the same): init_from built by transformers' Auto classes, LoRA adapters by
 # peft, checkpoints of what trains, exports merged or adapters alone (+250: 8,515 lines in
-# PyTorch; MindSpore +80: the options, their refusal, the shared parts).
+# PyTorch; MindSpore +80: the options, their refusal, the shared parts); and MindSpore's
+# optimizer parallel (the same issue): its settings, checkpoints a slice a rank merged back
+# by transform_checkpoints, recomputed blocks (+210: 8,360 lines with the custom loop).
 LIMITS = {
     "pytorch": 6821 + 360 + 330 + 300 + 460 + 250,
-    "mindspore": 7007 + 360 + 330 + 300 + 90 + 80,
+    "mindspore": 7007 + 360 + 330 + 300 + 90 + 80 + 210,
 }
 
 

@@ -46,6 +46,14 @@ CASES = {
         ("--dry-run", "--rank-table", "{tmp}/t16.json", "--node-rank", "1"),
         {},
     ),
+    # shard: full on 8 NPUs, MindSpore's optimizer parallel: msrun's 8 workers, as its
+    # documentation starts them; each rank's own settings are the project's check_shards.
+    "msrun_8_npus_shard_full.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore"},
+        "run_8p.sh",
+        ("--launcher", "msrun", *ONE_NODE, "--", "--shard", "full"),
+        {},
+    ),
     "msrun_node1_of_2.txt": (
         {"target": "cuda", "devices_per_node": 4, "framework": "mindspore", "nnodes": 2},
         "run_8p.sh",

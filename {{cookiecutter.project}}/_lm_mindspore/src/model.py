@@ -152,7 +152,7 @@ class GPT(nn.Cell):
         return self.scores(x, table.astype(x.dtype)).reshape(batch, time, -1)
 
 
-@model("gpt", input_shape=(128,), head="tokens", ids=True)
+@model("gpt", input_shape=(128,), head="tokens", ids=True, blocks="blocks")
 def gpt(
     shape: DataShape, layers: int = 4, heads: int = 4, width: int = 128, dropout: float = 0.0
 ) -> nn.Cell:

@@ -146,7 +146,7 @@ class ResNet(nn.Cell):
         return self.head(ops.mean(features, axis=(2, 3)))
 
 
-@model("resnet", input_shape=(3, 32, 32), head="head")
+@model("resnet", input_shape=(3, 32, 32), head="head", blocks="stages")
 def resnet(shape: DataShape) -> nn.Cell:
     channels, _, _ = image_input("resnet", shape)
     return ResNet(shape.num_classes, channels)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import mindspore as ms
 from mindspore.communication import get_group_size, get_rank, init
 
-from src.scaffold.backend.options import MSOptions
+from src.scaffold.backend.options import MSOptions, shard_refusal
 from src.scaffold.config import env_first, env_int
 from src.scaffold.data.sharding import cpu_count
 from src.scaffold.errors import DeviceError
@@ -22,6 +26,7 @@ CLUSTER_VARS = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM")
 # A process's device (in this container; scripts/rank_table.py) as launchers set it: DEVICE_ID
 # (ModelArts, MindCluster) or ASCEND_DEVICE_ID (OpenI's NPU jobs; CANN's name).
 DEVICE_VARS = ("DEVICE_ID", "ASCEND_DEVICE_ID")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,27 @@ class Context:
     rank: int = 0
     group_size: int = 1
     device_id: int | None = None
+    strategy: Path | None = None  # where MindSpore saves the parallel strategy (shard: full)
+
+
+def parallel_settings(shard: str, device_num: int, strategy: Path | None) -> dict[str, Any]:
+    """set_auto_parallel_context's settings for ``device_num`` ranks: data parallel, or with
+    shard full optimizer parallel in semi-automatic parallel mode, as MindSpore's documentation
+    gives it (https://www.mindspore.cn/docs/en/r2.10.0/features/parallel/optimizer_parallel.html
+    and .../api_python/mindspore/mindspore.set_auto_parallel_context.html): each rank keeps a
+    slice of the weights and optimizer state, the batches split over the ranks as in data
+    parallel, and the strategy saved for the checkpoints (shards.py), optimizer state included."""
+    if shard != "full":
+        mode = ms.ParallelMode.DATA_PARALLEL
+        return dict(parallel_mode=mode, gradients_mean=True, device_num=device_num)
+    return dict(
+        parallel_mode=ms.ParallelMode.SEMI_AUTO_PARALLEL,
+        enable_parallel_optimizer=True,
+        gradients_mean=True,
+        device_num=device_num,
+        dataset_strategy="data_parallel",
+        strategy_ckpt_config={"save_file": str(strategy), "only_trainable_params": False},
+    )
 
 
 def device_target(requested: str) -> str:
@@ -66,6 +92,8 @@ def init_env(options: MSOptions) -> Context:
     """Seed, device, execution mode and, with device_num > 1, the data-parallel process group."""
     ms.set_seed(options.seed)  # the same everywhere: every rank starts from the same weights
     target = device_target(options.device_target)
+    if options.shard.mode == "full" and target == "CPU":  # before the device starts
+        raise shard_refusal()
     device_num = options.device_num or env_int("RANK_SIZE") or 1
     device_id = options.device_id if options.device_id is not None else env_first(*DEVICE_VARS)
     _check_device(target, device_num, device_id)
@@ -74,6 +102,8 @@ def init_env(options: MSOptions) -> Context:
     ms.set_device(target, device)
     ms.set_context(mode=MODES[options.context_mode])
     if device_num == 1:
+        if options.shard.mode == "full":
+            log.info("shard: full with one rank: it trains unsharded")
         return Context(target, device_id=device)
     # One line naming what is missing, rather than a failure deep inside init().
     missing = [name for name in RANK_TABLE_VARS if not os.environ.get(name)]
@@ -97,9 +127,11 @@ def init_env(options: MSOptions) -> Context:
             f"device_num is {device_num} but {group_size} processes joined the group; "
             "set --device_num (or RANK_SIZE) to the number of processes started"
         )
-    mode = ms.ParallelMode.DATA_PARALLEL
-    ms.set_auto_parallel_context(parallel_mode=mode, gradients_mean=True, device_num=device_num)
+    strategy = None
+    if options.shard.mode == "full":  # one file a process: written when the step compiles
+        strategy = Path(tempfile.gettempdir(), f"strategy-{os.getpid()}.ckpt")
+    ms.set_auto_parallel_context(**parallel_settings(options.shard.mode, device_num, strategy))
     if target == "CPU":
         # Each process would otherwise start its own full pool of threads on the same cores.
         ms.device_context.cpu.op_tuning.threads_num(max(1, cpu_count() // device_num))
-    return Context(target, get_rank(), group_size, device)
+    return Context(target, get_rank(), group_size, device, strategy)

@@ -14,7 +14,7 @@ import numpy as np
 from mindspore import nn, ops
 from mindspore.amp import auto_mixed_precision
 
-from src.scaffold.backend import devices, guards, saved
+from src.scaffold.backend import devices, guards, recompute, saved, shards
 from src.scaffold.backend.api import EpochEnd
 from src.scaffold.backend.context import init_env
 from src.scaffold.backend.loader import Loader, typed
@@ -22,7 +22,6 @@ from src.scaffold.backend.options import (
     MSOptions,
     check_step_options,
     pytorch_only,
-    shard_refusal,
     sink_on,
 )
 
@@ -55,10 +54,10 @@ class MindSporeBackend:
     def __init__(self, options: MSOptions, task: Task) -> None:
         check_step_options(options, LOOP, sink=False)  # before the device starts
         pytorch_only(options)
-        ctx = init_env(options)
-        if options.shard.mode == "full":  # before the data is read and anything trains
-            raise shard_refusal(ctx.device_target)
-        self.collective = False  # a whole model on every device
+        ctx = init_env(options)  # shard: full on the CPU is one line before the device starts
+        # shard: full on 2+ ranks, optimizer parallel: a slice a rank, saved by every rank.
+        self.collective = ctx.strategy is not None
+        self.strategy = ctx.strategy
         self.step, self.augment = task.step, task.augment
         # msrun's scheduler never gets here: its init() coordinates the job, then exits.
         self.scheduler_only = os.environ.get("MS_ROLE") == "MS_SCHED"
@@ -73,7 +72,7 @@ class MindSporeBackend:
         self.spec = task.model(options.model)
         self.input_shape = self.spec.input_shape
         self.amp = options.amp == "true" or (options.amp == "auto" and self.target != "CPU")
-        self.sink = sink_on(options.dataset_sink_mode, self.target)
+        self.sink = sink_on(options.dataset_sink_mode, self.target, self.collective)
         if options.dataset_sink_mode == "true" and not self.sink:
             log.info("MindSpore has no data sink on the CPU: training without it")
         self.accumulate = options.accumulate
@@ -89,6 +88,7 @@ class MindSporeBackend:
         # Seeded again here: every rank builds the same initial weights, whatever ran before.
         ms.set_seed(opts.seed)
         self.net = guards.build(self.spec, DataShape(info.shape, info.num_classes), opts.model_args)
+        recompute.apply(self.net, self.spec, opts.shard.activation_checkpointing)
         if self.amp:
             # float16 compute; the loops scale the loss and skip steps that overflow.
             self.net = auto_mixed_precision(self.net, opts.amp_level.upper())
@@ -172,6 +172,11 @@ class MindSporeBackend:
         # append_dict takes numbers and strings: names, lists and None go as JSON text.
         numbers = (*saved.META, saved.PARTIAL)
         append = {k: v if k in numbers else json.dumps(v) for k, v in meta.items()}
+        needed = sum(p.nbytes for p in params.values())
+        if self.collective:  # each rank's slices, then rank 0 the file naming them
+            ranks, barrier = (self.rank, self.world_size), lambda: self.any_rank(False)
+            shards.save(path, entries, append, self.strategy, ranks, barrier, needed)
+            return
 
         def save(tmp: Path) -> None:
             ms.save_checkpoint(entries, str(tmp), append_dict=append)
@@ -181,7 +186,7 @@ class MindSporeBackend:
         # MindSpore's own CRITICAL line for a failed save is left out: the error says it.
         logging.disable(logging.CRITICAL)
         try:
-            checkpoints.write(path, save, sum(p.nbytes for p in params.values()))
+            checkpoints.write(path, save, needed)
         finally:
             logging.disable(logging.NOTSET)
 
@@ -204,7 +209,7 @@ class MindSporeBackend:
             raise saved.not_this_model(what, path, f"it lacks {', '.join(missing[:5])}")
 
     def restore(self, path: Path, what: str = "--resume") -> dict[str, int]:
-        params = saved.load_params(path, what)
+        params = shards.whole_if_sharded(path, saved.load_params(path, what), what)
         self._fits(what, path, params)
         try:
             meta = {key: int(params.pop(key).asnumpy()) for key in saved.META}
@@ -224,7 +229,9 @@ class MindSporeBackend:
     ) -> None:
         """The checkpoint's model, built for ``shape``, in eval mode (no optimizer state)."""
         self.net = guards.build(self.spec, shape, self.options.model_args)
-        params = saved.load_params(path, "--checkpoint")
+        params = shards.whole_if_sharded(
+            path, saved.load_params(path, "--checkpoint"), "--checkpoint"
+        )
         for key in (*saved.BOOKKEEPING, LR):
             params.pop(key, None)
         self._fits("--checkpoint", path, params)
@@ -245,7 +252,7 @@ class MindSporeBackend:
         ms.load_param_into_net(self.net, {k: params[k] for k in chosen})
 
     def agree(self, flag: bool) -> bool:
-        return flag  # asked only where collective, which a MindSpore run is not
+        return self.any_rank(flag)  # asked only where collective: shard: full
 
     def weights_digest(self) -> str:
         # Trainable parameters: equal on every rank (BatchNorm's moving statistics are not).

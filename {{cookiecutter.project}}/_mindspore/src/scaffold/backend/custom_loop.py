@@ -112,7 +112,10 @@ def fit(backend: Any, first: int, last: int, plan: BatchPlan, on_epoch_end: Epoc
     """Train epochs first..last of ``backend`` (a MindSporeBackend) with TrainStep."""
     scaler, clip = _scaler(backend), backend.options.clip_grad_norm
     cells = (backend.net, backend.loss_cell(), backend.optimizer)
-    train_step = TrainStep(*cells, scaler, backend.world_size, clip, plan.accumulate)
+    # Sharded (semi-automatic parallel), MindSpore inserts the gradients' reduction itself;
+    # each rank's loss is then its own batch's.
+    reduced = 1 if backend.collective else backend.world_size
+    train_step = TrainStep(*cells, scaler, reduced, clip, plan.accumulate)
     train_step.set_train(True)
     # The rest of an epoch a run resumes inside is a dataset of its own (MindSpore holds each
     # pass of a dataset to one length); there is no sink then (options.py).

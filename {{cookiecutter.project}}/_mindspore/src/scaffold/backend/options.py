@@ -51,10 +51,16 @@ class MSOptions(TrainOptions):
     device_id: int | None
 
 
-def sink_on(setting: str, device_target: str) -> bool:
-    """auto is on for Ascend, where feeding whole sinks of steps pays; the CPU has no sink."""
+def sink_on(setting: str, device_target: str, sharded: bool = False) -> bool:
+    """auto is on for Ascend, where feeding whole sinks of steps pays; the CPU has no sink, nor
+    a sharded step (MindSpore's parallel training step takes no data sink)."""
+    if sharded and setting == "true":
+        raise ConfigError(
+            "dataset_sink_mode: true with shard: full: MindSpore's optimizer parallel trains "
+            "without a data sink; set dataset_sink_mode auto or false in config.yaml"
+        )
     wanted = setting == "true" or (setting == "auto" and device_target == "Ascend")
-    return wanted and device_target != "CPU"
+    return wanted and device_target != "CPU" and not sharded
 
 
 def pytorch_only(options: TrainOptions) -> None:
@@ -64,16 +70,11 @@ def pytorch_only(options: TrainOptions) -> None:
         raise _refusal(named, "a PyTorch project (Hugging Face's transformers and peft)")
 
 
-def shard_refusal(target: str) -> ConfigError:
+def shard_refusal() -> ConfigError:
     """shard: full, MindSpore's optimizer parallel: Ascend and GPU only (its support table)."""
-    if target == "CPU":
-        return ConfigError(
-            "shard: full (MindSpore's optimizer parallel) needs Ascend or GPU, and this run is "
-            "on the CPU: set shard.mode none (--shard none), or run on an NPU or GPU"
-        )
     return ConfigError(
-        "shard: full (MindSpore's optimizer parallel) is not in this version of the project "
-        "yet: set shard.mode none (--shard none)"
+        "shard: full (MindSpore's optimizer parallel) needs Ascend or GPU, and this run is "
+        "on the CPU: set shard.mode none (--shard none), or run on an NPU or GPU"
     )
 
 

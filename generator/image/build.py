@@ -194,7 +194,7 @@ def _resolve(engine: Engine, plan: BuildPlan, base: ImageInfo) -> DepsStep:
     facts = WheelFacts(JsonCache("wheels"))
     wheels = Selection(())
     if plan.wheelhouse is not None:
-        wanted = requirement_lines(plan.requirements.read_text(encoding="utf-8"))
+        wanted = requirement_lines(plan.requirements)
         extra = " ".join(plan.args.get(k, "") for k in ("FRAMEWORK", "NPU_EXTRA")).split()
         wheels = select(
             plan.wheelhouse,
@@ -210,7 +210,7 @@ def _resolve(engine: Engine, plan: BuildPlan, base: ImageInfo) -> DepsStep:
         base.id,
         plan.split.deps,
         args,
-        plan.requirements.read_text(encoding="utf-8"),
+        plan.requirements,
         [(path.name, facts.digest(path)) for path in wheels.files],
         plan.arch,
     )

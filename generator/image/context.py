@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from generator.engine import BuildContext, context_files
@@ -15,18 +16,22 @@ DOCKERFILE = "Dockerfile"
 DEPENDENCY_ONLY = ("wheelhouse",)
 
 
-def pack(dockerfile: str, files: dict[str, Path]) -> BuildContext:
-    """A tar context: ``dockerfile`` as its Dockerfile, then ``files`` (name inside -> file).
+def pack(dockerfile: str, files: Mapping[str, Path | str]) -> BuildContext:
+    """A tar context: ``dockerfile`` as its Dockerfile, then ``files`` (name inside -> file,
+    or text written as that file).
 
     Spooled to disk past 64 MB: a context with large wheels never sits in memory.
     """
     stream = tempfile.SpooledTemporaryFile(max_size=64 << 20)
     with tarfile.open(fileobj=stream, mode="w") as archive:
-        data = dockerfile.encode("utf-8")
-        info = tarfile.TarInfo(DOCKERFILE)
-        info.size, info.mode = len(data), 0o644
-        archive.addfile(info, io.BytesIO(data))
+        for name, text in {DOCKERFILE: dockerfile, **texts(files)}.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            archive.addfile(info, io.BytesIO(data))
         for name, path in sorted(files.items()):
+            if isinstance(path, str):
+                continue
             # The file a link points to: a wheelhouse of links still sends the wheels.
             archive.add(str(path.resolve()), arcname=name, recursive=False)
     size = stream.tell()
@@ -52,9 +57,14 @@ def code_files(project_dir: Path) -> dict[str, Path]:
     return found
 
 
-def deps_files(requirements: Path, wheels: tuple[Path, ...]) -> dict[str, Path]:
-    """requirements.txt and the selected wheels under wheelhouse/, as the Dockerfile
-    copies them (``COPY requirements.txt wheelhouse* /tmp/deps/``)."""
-    files = {"requirements.txt": requirements}
+def texts(files: Mapping[str, Path | str]) -> dict[str, str]:
+    """The entries of ``files`` given as text, sorted by name."""
+    return {name: text for name, text in sorted(files.items()) if isinstance(text, str)}
+
+
+def deps_files(requirements: str, wheels: tuple[Path, ...]) -> dict[str, Path | str]:
+    """requirements.txt (its text) and the selected wheels under wheelhouse/, as the
+    Dockerfile copies them (``COPY requirements.txt wheelhouse* /tmp/deps/``)."""
+    files: dict[str, Path | str] = {"requirements.txt": requirements}
     files.update({f"wheelhouse/{wheel.name}": wheel for wheel in wheels})
     return files

@@ -12,6 +12,7 @@ from generator.errors import GenError, OptionError
 from generator.git import origin_url, public_url, revision
 from generator.image.dockerfile import Split, arg_defaults, split
 from generator.image.python import Interpreter, PinPythons, named
+from generator.image.requirements import image_requirements
 from generator.render.options import Options
 from generator.render.project import read_record
 
@@ -60,8 +61,10 @@ class BuildPlan:
         return self.args["BASE_IMAGE"]
 
     @property
-    def requirements(self) -> Path:
-        return self.project_dir / "requirements.txt"
+    def requirements(self) -> str:
+        """What the dependency image installs: requirements.txt and the extras config.yaml
+        calls for (requirements.py)."""
+        return image_requirements(self.project_dir)
 
     @property
     def log_path(self) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from generator import catalog
 from generator.image.context import code_files, deps_files, pack
+from generator.image.requirements import image_requirements
 from tests.conftest import RenderProject
 
 GB = 1 << 30
@@ -54,9 +55,11 @@ def test_dependency_context_holds_the_requirements_and_the_wheels_given(
     (wheels / "numpy-0-py3-none-any.whl").write_bytes(b"wheel")
     link = tmp_path / "link-to-torch.whl"
     link.symlink_to(wheels / "torch-0-py3-none-any.whl")
-    files = deps_files(project / "requirements.txt", (link,))
+    files = deps_files(image_requirements(project), (link,))
     archive = tarfile.open(fileobj=pack("FROM scratch\n", files).fileobj)
     assert archive.getnames() == ["Dockerfile", "requirements.txt", "wheelhouse/link-to-torch.whl"]
+    sent = archive.extractfile("requirements.txt").read()
+    assert sent == (project / "requirements.txt").read_bytes()
     # A link in a wheelhouse sends the wheel itself.
     member = archive.getmember("wheelhouse/link-to-torch.whl")
     assert member.isfile() and archive.extractfile(member).read() == b"wheel"

@@ -31,9 +31,11 @@ from generator.render.project import render
 # peft, checkpoints of what trains, exports merged or adapters alone (+250: 8,515 lines in
 # PyTorch; MindSpore +80: the options, their refusal, the shared parts); and MindSpore's
 # optimizer parallel (the same issue): its settings, checkpoints a slice a rank merged back
-# by transform_checkpoints, recomputed blocks (+210: 8,360 lines with the custom loop).
+# by transform_checkpoints, recomputed blocks (+210: 8,360 lines with the custom loop); and
+# PyTorch's init_from for image classifiers, a head new for the data, exports loaded back
+# (+80: 8,596 lines).
 LIMITS = {
-    "pytorch": 6821 + 360 + 330 + 300 + 460 + 250,
+    "pytorch": 6821 + 360 + 330 + 300 + 460 + 250 + 80,
     "mindspore": 7007 + 360 + 330 + 300 + 90 + 80 + 210,
 }
 

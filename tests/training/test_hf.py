@@ -175,3 +175,81 @@ def test_bad_input_is_one_line(
     )
     runs.assert_one_line_exit_2(result, expected)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_vit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ViT of 2 layers of width 32 for 1x28x28 images (the digits'), patches of 7, with
+    the 2-class head of another task (the run makes its own for 10)."""
+    from transformers import ViTConfig, ViTForImageClassification
+
+    directory = tmp_path_factory.mktemp("tiny-vit")
+    config = ViTConfig(
+        image_size=28,
+        patch_size=7,
+        num_channels=1,
+        hidden_size=WIDTH,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=2,
+        intermediate_size=2 * WIDTH,
+        num_labels=2,
+    )
+    torch.manual_seed(0)
+    ViTForImageClassification(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.slow
+def test_an_image_classifier_fine_tunes_with_lora_in_a_classification_project(
+    pytorch_project: Path, digits_dir: Path, tiny_vit: Path, tmp_path: Path
+) -> None:
+    from transformers import AutoModelForImageClassification
+
+    output = tmp_path / "out"
+    args = ("--data_url", str(digits_dir), "--epoch_size", "1", "--init_from", str(tiny_vit))
+    args += ("--lora_rank", str(RANK), "--lora_target_modules", "q_proj,v_proj")
+    said = runs.ok(runs.run(pytorch_project, "train.py", "--train_url", str(output), *args))
+    assert f"init_from {tiny_vit}: its classifier head is new, for 10 classes" in said
+    # The adapters (q_proj and v_proj, 32 -> 32, 2 layers) and the new head (32 x 10 + 10).
+    head = WIDTH * 10 + 10
+    assert f"{TRAINABLE + head:,} trainable parameters (rank x (in + out) each: {TRAINABLE:,})" in (
+        said
+    )
+    state = torch.load(output / "vit_epoch1.pt", weights_only=True)
+    kinds = {"lora" if ".lora_" in name else name.split(".")[-3] for name in state["model"]}
+    assert kinds == {"lora", "modules_to_save"}, list(state["model"])
+    merged = tmp_path / "merged.hf"
+    where = ("--train_url", str(output), "--data_url", str(digits_dir))
+    runs.ok(
+        runs.run(pytorch_project, "export.py", *where, "--format", "hf", "--output", str(merged))
+    )
+    # Checked as written: transformers' model scores the test images as the trained one does.
+    parity = json.loads(merged.with_name(merged.name + ".json").read_text())["parity"]
+    assert parity["samples"] >= 10 and parity["max_abs_diff"] <= 1e-4, parity
+    loaded = AutoModelForImageClassification.from_pretrained(merged)
+    assert loaded.config.num_labels == 10
+    trained = state["model"]["model.base_model.model.classifier.modules_to_save.default.weight"]
+    assert torch.equal(loaded.classifier.weight, trained)
+
+
+def test_init_from_that_does_not_fit_the_images_is_one_line(
+    pytorch_project: Path, digits_dir: Path, tiny: Path, tiny_vit: Path, tmp_path: Path
+) -> None:
+    wide = tmp_path / "vit-32"
+    wide.mkdir()
+    config = json.loads((tiny_vit / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps({**config, "image_size": 32}))
+    (wide / "model.safetensors").write_bytes((tiny_vit / "model.safetensors").read_bytes())
+    cases = {
+        wide: "takes images of 1x32x32 (channels x height x width), and the data's are 1x28x28: "
+        "set data.resize 32,32 (--resize)",
+        tiny: "config.json names no image_size, so it is no image model (llama)",
+    }
+    for directory, expected in cases.items():
+        result = runs.run(
+            pytorch_project,
+            *("train.py", "--data_url", str(digits_dir), "--epoch_size", "1"),
+            *("--init_from", str(directory), "--train_url", str(tmp_path / "out")),
+        )
+        runs.assert_one_line_exit_2(result, expected)
+    assert not (tmp_path / "out").exists()

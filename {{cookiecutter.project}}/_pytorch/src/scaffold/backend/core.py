@@ -51,10 +51,11 @@ class TorchBackend:
         self.accumulate = options.accumulate
         self.eval_batch = EVAL_BATCH  # samples evaluated at a time (prepare: by the data)
         # init_from's Hugging Face model (hf.py), else src/model.py's chosen one.
+        own, init_from = task.model(options.model), options.init_from
         self.spec = (
-            task.model(options.model)
-            if options.init_from is None
-            else hf.spec(options.init_from, options.lora, options.data.block_size)
+            own
+            if init_from is None
+            else hf.spec(init_from, options.lora, options.data.block_size, own.ids)
         )
         self.input_shape = self.spec.input_shape
         place = distributed.placement()

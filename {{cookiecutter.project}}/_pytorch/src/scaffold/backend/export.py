@@ -127,22 +127,6 @@ def _checkpoint(backend: Any, path: Path) -> dict[str, Any]:
     return {"unchecked": checked, "dynamic_batch": True}
 
 
-def _transformers(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The directory loaded back by transformers (the adapters by peft, onto their base)."""
-    import transformers
-
-    if fmt == "hf":
-        model = transformers.AutoModelForCausalLM.from_pretrained(path)
-    else:
-        import peft
-
-        model = peft.AutoPeftModelForCausalLM.from_pretrained(path)
-    model.eval()
-    return torch.no_grad()(
-        lambda batch: model(input_ids=torch.from_numpy(batch)).logits.float().numpy()
-    )
-
-
 @torch.no_grad()
 def reference(backend: Any, inputs: np.ndarray) -> np.ndarray:
     """The model's own outputs on normalised ``inputs``, float32 on the CPU."""
@@ -155,7 +139,7 @@ def load(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray] | None:
     if fmt == "checkpoint":
         return None
     if fmt.startswith("hf"):
-        return _transformers(path, fmt)
+        return hf.loaded(path, fmt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = torch.jit.load(str(path), map_location="cpu")

@@ -1,6 +1,8 @@
-"""init_from (config.yaml): a Hugging Face causal language model from a save_pretrained
-directory, built by transformers' Auto classes, trained as src/model.py's are (ids in, scores a
-position out); lora: low-rank adapters on it with peft, its own weights frozen."""
+"""init_from (config.yaml): a Hugging Face model from a save_pretrained directory, built by
+transformers' Auto classes and trained as src/model.py's are: a causal language model in a
+language-model project (ids in, scores a position out), an image classifier in a classification
+project (images in, its head new for the data's classes); lora: low-rank adapters on it with
+peft, its own weights frozen."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import logging
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from src.scaffold.config.sections import LoraOptions
@@ -19,21 +22,24 @@ from src.scaffold.errors import ConfigError
 from src.scaffold.task import DataShape, ModelSpec
 
 log = logging.getLogger(__name__)
-NEEDS = "transformers and peft (pip install transformers peft safetensors)"
+NEEDS = "transformers and peft (pip install -r requirements-hf.txt)"
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+IMAGE_FILES = ("preprocessor_config.json",)  # an image model's processor, kept beside it
+HEAD = "classifier"  # transformers' image classifiers' head: new, and trained under LoRA too
 
 
 class Pretrained(torch.nn.Module):
     """A transformers model: ids (N, T) in, scores (N, T, classes) out (its vocabulary's first
-    ``classes``: a padded vocabulary scores ids no tokenizer gives)."""
+    ``classes``: a padded vocabulary scores ids no tokenizer gives); or images (N, C, H, W) in,
+    scores (N, classes) out."""
 
-    def __init__(self, model: torch.nn.Module, classes: int, source: Path) -> None:
+    def __init__(self, model: torch.nn.Module, classes: int, source: Path, key: str) -> None:
         super().__init__()
-        self.model, self.classes, self.source = model, classes, source
+        self.model, self.classes, self.source, self.key = model, classes, source, key
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        scores = self.model(input_ids=ids).logits
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        scores = self.model(**{self.key: inputs}).logits
         return scores if scores.shape[-1] == self.classes else scores[..., : self.classes].clone()
 
     @property
@@ -63,26 +69,75 @@ def _config(directory: Path) -> dict[str, Any]:
         raise ConfigError(f"{where}: config.json cannot be read: {err}") from err
 
 
-def spec(directory: Path, lora: LoraOptions, block: int) -> ModelSpec:
-    """The ModelSpec of init_from's model: named by its model_type, its blocks transformers'."""
+def spec(directory: Path, lora: LoraOptions, block: int, ids: bool) -> ModelSpec:
+    """The ModelSpec of init_from's model: named by its model_type, its blocks transformers';
+    ``ids``: a language-model project's (``block`` ids in), else an image classifier."""
     config = _config(directory)
     name = str(config.get("model_type") or "pretrained")
+    shape = (block,) if ids else _image_shape(directory, config)
 
-    def build(shape: DataShape) -> torch.nn.Module:
-        return _build(directory, shape, lora, config)
+    def build(data: DataShape) -> torch.nn.Module:
+        if not ids:
+            return _classifier(directory, data, lora, config)
+        return _language_model(directory, data, lora, config)
 
-    return ModelSpec(name, build, (block,), "", str(directory), ids=True, blocks="blocks")
+    return ModelSpec(name, build, shape, "", str(directory), ids=ids, blocks="blocks")
 
 
-def _build(
-    directory: Path, shape: DataShape, lora: LoraOptions, config: dict[str, Any]
-) -> torch.nn.Module:
+def _image_shape(directory: Path, config: dict[str, Any]) -> tuple[int, int, int]:
+    """The images init_from's model takes: (channels, height, width), from its config.json."""
+    size = config.get("image_size")
+    if not isinstance(size, (int, list)):
+        raise ConfigError(
+            f"init_from {directory}: config.json names no image_size, so it is no image model "
+            f"({config.get('model_type')}): a classification project starts from an image "
+            "classifier's directory (a language model's goes in a gen new --task lm project)"
+        )
+    height, width = (size, size) if isinstance(size, int) else size
+    return int(config.get("num_channels") or 3), int(height), int(width)
+
+
+def _transformers() -> Any:
     try:
         import transformers
     except ImportError as err:
         raise ConfigError(f"init_from needs {NEEDS}") from err
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    return transformers
+
+
+def _classifier(
+    directory: Path, shape: DataShape, lora: LoraOptions, config: dict[str, Any]
+) -> torch.nn.Module:
+    """An image classifier, its head made anew for the data's classes."""
+    transformers = _transformers()
+    want, got = _image_shape(directory, config), tuple(shape.input)
+    if got != want:
+        fix = (
+            f"set data.resize {want[1]},{want[2]} (--resize)"
+            if got[0] == want[0]
+            else f"give images of {want[0]} channels"
+        )
+        raise ConfigError(
+            f"init_from {directory} takes images of {'x'.join(map(str, want))} (channels x "
+            f"height x width), and the data's are {'x'.join(map(str, got))}: {fix}"
+        )
+    model = transformers.AutoModelForImageClassification.from_pretrained(
+        directory, dtype=torch.float32, num_labels=shape.num_classes, ignore_mismatched_sizes=True
+    )
+    if not isinstance(getattr(model, HEAD, None), torch.nn.Module):
+        raise ConfigError(f"init_from {directory}: its model has no {HEAD} head to train")
+    log.info("init_from %s: its %s head is new, for %d classes", directory, HEAD, shape.num_classes)
+    if lora.rank:
+        model = adapted(model, lora, (HEAD,))
+    return Pretrained(model, shape.num_classes, directory, "pixel_values")
+
+
+def _language_model(
+    directory: Path, shape: DataShape, lora: LoraOptions, config: dict[str, Any]
+) -> torch.nn.Module:
+    transformers = _transformers()
     where = f"init_from {directory}"
     vocabulary = int(config.get("vocab_size") or 0)
     if shape.num_classes > vocabulary:
@@ -98,18 +153,23 @@ def _build(
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
     if lora.rank:
         model = adapted(model, lora)
-    return Pretrained(model, shape.num_classes, directory)
+    return Pretrained(model, shape.num_classes, directory, "input_ids")
 
 
-def adapted(model: torch.nn.Module, lora: LoraOptions) -> torch.nn.Module:
-    """``model`` with LoRA adapters (peft), its own weights frozen; the count logged."""
+def adapted(model: torch.nn.Module, lora: LoraOptions, heads: tuple[str, ...] = ()) -> Any:
+    """``model`` with LoRA adapters (peft), its own weights frozen but ``heads`` (new ones,
+    trained whole); the count logged."""
     try:
         import peft
     except ImportError as err:
         raise ConfigError(f"lora needs {NEEDS}") from err
     targets = list(lora.target_modules) or None  # peft's default for the architecture
     config = peft.LoraConfig(
-        r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets
+        r=lora.rank,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=targets,
+        modules_to_save=list(heads) or None,
     )
     try:
         with warnings.catch_warnings():  # peft asks transformers a deprecated name (5.x)
@@ -152,6 +212,38 @@ def save_pretrained(net: Pretrained, path: Path, adapters_only: bool) -> None:
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.save_pretrained(str(path))
-    for name in TOKENIZER_FILES:
+    for name in (*TOKENIZER_FILES, *IMAGE_FILES):
         if (net.source / name).is_file():
             shutil.copy2(net.source / name, path / name)
+
+
+def loaded(path: Path, fmt: str) -> Callable[[np.ndarray], np.ndarray]:
+    """What export.py wrote to ``path`` loaded back by transformers (the adapters by peft, onto
+    their base): its scores for a normalised batch."""
+    transformers = _transformers()
+    if fmt == "hf":
+        images = "image_size" in _config(path)
+        auto = transformers.AutoModelForImageClassification if images else None
+        model = (auto or transformers.AutoModelForCausalLM).from_pretrained(path)
+    else:
+        import peft
+
+        adapters = json.loads((path / "adapter_config.json").read_text(encoding="utf-8"))
+        base = Path(adapters["base_model_name_or_path"])
+        images = "image_size" in _config(base)
+        if images:  # the base built with the head the adapters trained, then theirs loaded
+            from safetensors.numpy import load_file
+
+            saved = load_file(path / "adapter_model.safetensors")
+            head = next(v for k, v in saved.items() if k.endswith(f"{HEAD}.weight"))
+            model = transformers.AutoModelForImageClassification.from_pretrained(
+                base, num_labels=len(head), ignore_mismatched_sizes=True
+            )
+            model = peft.PeftModel.from_pretrained(model, path)
+        else:
+            model = peft.AutoPeftModelForCausalLM.from_pretrained(path)
+    model.eval()
+    key = "pixel_values" if images else "input_ids"
+    return torch.no_grad()(
+        lambda batch: model(**{key: torch.from_numpy(batch)}).logits.float().numpy()
+    )

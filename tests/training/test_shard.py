@@ -295,3 +295,65 @@ def test_bfloat16_sharded_keeps_float32_weights(
     assert resolved["amp"] == "bfloat16"
     weights = runs.weights(output / "gpt_epoch1.pt")
     assert {value.dtype.name for value in weights.values()} == {"float32"}
+
+
+# A MindSpore checkpoint as optimizer parallel on 2 ranks writes it (NPUs and GPUs only): each
+# rank's slices (the first axis halved where 2 divides it), the strategy MindSpore saves (its
+# JSON form), written by shards.save on two threads standing in for the ranks.
+SPLIT = """
+import json, sys, threading
+from pathlib import Path
+import mindspore as ms
+from src.scaffold.backend import saved, shards
+whole, path = Path(sys.argv[1]), Path(sys.argv[2])
+params = ms.load_checkpoint(str(whole))
+arrays = {k: v.asnumpy() for k, v in params.items() if k not in saved.BOOKKEEPING}
+append = {k: v if isinstance(v, str) else int(v.asnumpy())
+          for k, v in params.items() if k in saved.BOOKKEEPING}
+halved = {k for k, a in arrays.items() if a.ndim and a.shape[0] % 2 == 0}
+layout = {k: {"dev_matrix": [2], "tensor_map": [-1] * a.ndim, "field": 0,
+              "opt_weight_shard_size": 2 if k in halved else 0,
+              "opt_weight_shard_step": 1 if k in halved else 0} for k, a in arrays.items()}
+strategy = path.with_name("strategy.json")
+strategy.write_text(json.dumps({"parallel_layout_item": layout}))
+barrier = threading.Barrier(2).wait
+def rank(r):
+    entries = [{"name": k, "data": ms.Tensor(a[r * len(a) // 2:(r + 1) * len(a) // 2]
+                if k in halved else a)} for k, a in arrays.items()]
+    shards.save(path, entries, append, strategy, (r, 2), barrier, 0)
+threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(len(halved), "of", len(arrays), "halved")
+"""
+
+
+@pytest.mark.slow
+def test_a_mindspore_sharded_checkpoint_is_read_whole_by_eval_and_resume(
+    mindspore_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    """MindSpore merges the slices back (ms.transform_checkpoints): eval.py scores the sharded
+    checkpoint as the whole one, and a run resumed from either ends with the same weights."""
+    project = mindspore_projects["custom"]
+    first = runs.train(project, tmp_path / "first", "--epoch_size", "1", "--max_steps", "3")
+    whole = first / "lenet_epoch1.ckpt"
+    sharded = tmp_path / "split" / "lenet_epoch1.ckpt"
+    sharded.parent.mkdir()
+    said = runs.ok(runs.run(project, "-c", SPLIT, str(whole), str(sharded)))
+    assert " halved" in said and not said.startswith("0 ")
+    files = sorted(p.name for p in (tmp_path / "split" / "lenet_epoch1.shards").iterdir())
+    assert files == ["rank_0.ckpt", "rank_1.ckpt", "strategy.json"]
+    scores = [
+        runs.ok(runs.run(project, "eval.py", "--train_url", str(first), "--checkpoint", str(path)))
+        for path in (whole, sharded)
+    ]
+    tests = [[line for line in text.splitlines() if line.startswith("test ")] for text in scores]
+    assert tests[0] and tests[0] == tests[1]
+    ends = []
+    for name, path in (("from_whole", whole), ("from_shards", sharded)):
+        args = ("--epoch_size", "1", "--max_steps", "6", "--resume", str(path))
+        output = runs.train(project, tmp_path / name, *args)
+        (test,) = [row for row in runs.metrics(output) if row["type"] == "test"]
+        ends.append({key: test[key] for key in ("step", "loss", "accuracy")})
+    # The same weights and optimizer state resumed at step 3, the same 3 steps on: the same
+    # test scores, exactly.
+    assert ends[0]["step"] == 6 and ends[0] == ends[1]

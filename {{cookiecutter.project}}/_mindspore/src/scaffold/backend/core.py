@@ -244,7 +244,9 @@ class MindSporeBackend:
         return np.asarray(outputs.asnumpy(), dtype=np.float32)
 
     def load_pretrained(self, path: Path, skip: tuple[str, ...]) -> None:
-        params = saved.load_params(path, "--pretrained")
+        params = shards.whole_if_sharded(
+            path, saved.load_params(path, "--pretrained"), "--pretrained"
+        )
         # Every parameter of the net: BatchNorm's running statistics are weights here too.
         own = {name: tuple(p.shape) for name, p in self.net.parameters_dict().items()}
         shapes = {k: tuple(v.shape) for k, v in params.items() if hasattr(v, "shape")}

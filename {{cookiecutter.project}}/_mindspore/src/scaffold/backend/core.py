@@ -267,10 +267,14 @@ class MindSporeBackend:
         """Nothing to begin ahead: MindSpore compiles at the first step."""
 
     def close(self) -> None:
-        """The loader processes stop; MindSpore leaves its process group at exit."""
+        """The loader processes stop (the strategy file goes); MindSpore leaves its process group
+        at exit."""
         loader = getattr(self, "loader", None)
         if loader is not None:
             loader.close()
+        strategy = getattr(self, "strategy", None)
+        if strategy is not None:  # copied into each sharded checkpoint (shards.py)
+            strategy.unlink(missing_ok=True)
 
 
 class LossCell(nn.Cell):

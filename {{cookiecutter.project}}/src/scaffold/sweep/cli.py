@@ -1,0 +1,95 @@
+"""sweep.py's command line: its own options before ``--``, train.py's for every trial after."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from src.scaffold.backend import ProjectConfig
+from src.scaffold.config import ConfigError, parse_config
+from src.scaffold.config.converters import integer
+from src.scaffold.config.options import DEFAULT_CONFIG, options_of
+from src.scaffold.storage import obs
+from src.scaffold.sweep import space, study
+
+PROJECT = DEFAULT_CONFIG.parent
+SWEEP = "sweep"  # the sweep's directory under the output directory
+# What the sweep decides for each trial: never among the options given to every trial.
+OWN = ("--train_url", "--resume", "--monitor_metric", "--monitor_mode")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{' '.join(message.split())} (see python sweep.py --help)")
+
+
+def parser() -> argparse.ArgumentParser:
+    found = _Parser(
+        prog="sweep.py",
+        description="Trials of train.py searched by Optuna over sweep.yaml's space; "
+        "after --, train.py's options for every trial.",
+        allow_abbrev=False,
+    )
+    found.add_argument("--trials", type=integer(1), help="trials in all (default: sweep.yaml's)")
+    found.add_argument(
+        "--parallel", type=integer(1), default=1, help="trials side by side on this node"
+    )
+    found.add_argument(
+        "--train_url",
+        help="the output directory; the sweep goes in its sweep/ (default: "
+        "config.yaml's train_url, auto: ./output)",
+    )
+    found.add_argument("--resume", choices=("auto",), help="auto: continue the sweep there")
+    found.add_argument(
+        "--sweep_config", type=Path, default=PROJECT / "sweep.yaml", help="the search space"
+    )
+    return found
+
+
+def _output(given: str | None, configured: Path | str) -> Path:
+    where = given or configured
+    if obs.is_url(where):
+        raise ConfigError(
+            f"train_url {where}: a sweep writes to a local directory (its study is a SQLite "
+            "file): give --train_url a path"
+        )
+    return (PROJECT / "output" if where == "auto" else Path(where)).absolute() / SWEEP
+
+
+def main(argv: Sequence[str]) -> int:
+    """The sweep: 0 when its trials have ended, 2 for a mistake (one line), 128 + a signal."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    mine, every = argv[:cut], argv[cut + 1 :]
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    try:
+        args = parser().parse_args(mine)
+        taken = [arg for arg in every if arg.split("=", 1)[0] in OWN]
+        if taken:
+            raise ConfigError(
+                f"{taken[0].split('=', 1)[0]} after --: the sweep sets it for each trial "
+                "(--train_url and --resume go before --)"
+            )
+        cfg = parse_config(every, ProjectConfig)  # every trial's options, checked once
+        spec = space.read(args.sweep_config, cfg.monitor, options_of(ProjectConfig))
+        if args.trials is not None:
+            spec = replace(spec, trials=args.trials)
+        out = _output(args.train_url, cfg.train_url)
+        new = not (out / study.STUDY).exists()
+        found = study.open_study(out, spec, cfg.seed, resume=args.resume == "auto")
+        try:
+            return study.run(PROJECT, out, spec, found, args.parallel, every)
+        except ConfigError:
+            if new:  # a mistake every trial would make: the new sweep's directory goes
+                shutil.rmtree(out, ignore_errors=True)
+            raise
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -28,7 +28,8 @@ from generator.shipped import report as rp
 def report(directories: tuple[Path, ...], output: str | None, force: bool) -> None:
     """Plot the runs in OUTPUT_DIR... side by side (a colour a run) and summarize them.
 
-    Each OUTPUT_DIR is one run's --train_url: its metrics.jsonl and hparams.json.
+    Each OUTPUT_DIR is one run's --train_url: its metrics.jsonl and hparams.json; or a
+    sweep's directory (sweep.py's TRAIN_URL/sweep): its trials, and its table of them.
     """
     try:
         written = rp.write_report(directories, output, force)

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from generator.shipped.report_runs import CannotReport, Run, load_run, load_runs
+from generator.shipped.report_runs import (
+    SWEEP_TABLE,
+    CannotReport,
+    Run,
+    load_run,
+    load_runs,
+    sweep_trials,
+)
 
 __all__ = ["CannotReport", "Run", "load_run", "load_runs", "main", "write_report"]
 
@@ -196,14 +203,22 @@ NOTES = (
 )
 
 
-def markdown(runs: Sequence[Run], image: str = NAMES[0]) -> str:
+def markdown(runs: Sequence[Run], image: str = NAMES[0], sweeps: Sequence[Path] = ()) -> str:
     """The summary: the plot (``image``, a path relative to the markdown file) and a table
-    with a line a run."""
+    with a line a run; for each sweep of ``sweeps``, sweep.py's table of its trials."""
     rows = [HEADER, tuple("---" for _ in HEADER)]
     rows += [tuple(_cells(summarize(run))) for run in runs]
     table = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     head = ["# Training runs", "", f"![loss and metrics]({image})", ""]
-    return "\n".join([*head, *table, "", NOTES, ""])
+    found = []
+    for sweep in sweeps:
+        found += [f"## The sweep in {sweep}", "", (sweep / SWEEP_TABLE).read_text("utf-8")]
+        if (sweep / "best.yaml").is_file():
+            found += [
+                f"The best trial's options, as config.yaml writes them: {sweep / 'best.yaml'}",
+                "",
+            ]
+    return "\n".join([*head, *table, "", NOTES, "", *found])
 
 
 def output_paths(output: str | None = None) -> tuple[Path, Path]:
@@ -249,7 +264,8 @@ def write_report(
         if path.exists() and not force:
             raise CannotReport(f"{path} exists; pass --force to replace it (nothing was written)")
     # Both land in one directory: the markdown links the PNG by its name.
-    text = markdown(runs, png_path.name).encode("utf-8")
+    sweeps = [path for path in directories if sweep_trials(path)]
+    text = markdown(runs, png_path.name, sweeps).encode("utf-8")
     _write_all({png_path: png(figure(runs)), md_path: text})
     return png_path, md_path
 

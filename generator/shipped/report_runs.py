@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 # A line's fields that are words; every other one (epoch, step, time, the metrics) is a
 # number, and a line where one is not is malformed.
-WORDS = ("run", "type", "split", "checkpoint")
+WORDS = ("run", "type", "split", "checkpoint", "reason")  # reason: a "stop" row's
 # Runs recorded before a project could choose its monitored metric chose by this one.
 DEFAULT_MONITOR = ("accuracy", "max")
 
@@ -111,8 +111,27 @@ def load_run(directory: Path, label: str | None = None) -> Run:
     return Run(name, _read_hparams(directory / "hparams.json"), _read_rows(metrics))
 
 
+SWEEP_TABLE = "trials.md"  # sweep.py's table of trials, in a sweep's directory
+
+
+def sweep_trials(directory: Path) -> list[Path]:
+    """A sweep's trial directories (sweep.py's: DIR/sweep/0, 1 ...) that hold a run, in order;
+    [] for any other directory."""
+    if not (directory / SWEEP_TABLE).is_file():
+        return []
+    found = [p for p in directory.iterdir() if p.name.isdigit() and (p / "metrics.jsonl").is_file()]
+    return sorted(found, key=lambda p: int(p.name))
+
+
 def load_runs(directories: Sequence[Path]) -> list[Run]:
-    """The runs in order, labelled by directory name (by the path as given if two share one)."""
-    names = [directory.resolve().name for directory in directories]
+    """The runs in order, labelled by directory name (by the path as given if two share one);
+    a sweep's directory stands for its trials, labelled trial N."""
+    expanded = [(path, None) for path in directories if not sweep_trials(path)]
+    if len(expanded) < len(directories):
+        expanded = []
+        for path in directories:
+            trials = sweep_trials(path)
+            expanded += [(t, f"trial {t.name}") for t in trials] if trials else [(path, None)]
+    names = [label or path.resolve().name for path, label in expanded]
     clash = len(set(names)) < len(names)
-    return [load_run(path, str(path) if clash else None) for path in directories]
+    return [load_run(path, label or (str(path) if clash else None)) for path, label in expanded]

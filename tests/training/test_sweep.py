@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import gen
 from tests.training import runs
 
 # Grid order by config.yaml's seed (0): 0.1/64, 0.1/32, 0.05/32, 1e-6/64, 1e-6/32, 0.05/64. The
@@ -84,6 +85,12 @@ def test_six_trials_two_side_by_side_prune_the_hopeless_and_write_the_best(
     assert written == {"lr": float(rows[best][3]), "batch_size": int(rows[best][4])}
     assert f"best: trial {best}, accuracy" in said
     assert (out / "sweep.png").stat().st_size > 10_000
+    # gen report of the sweep: its trials' curves, and its table.
+    report = gen("report", str(out), "-o", f"{tmp_path / 'report'}/", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert all(f"| trial {n} |" in text for n in range(6)), text
+    assert f"## The sweep in {out}" in text and (out / "trials.md").read_text() in text
 
 
 @pytest.mark.slow
@@ -168,7 +175,7 @@ def test_a_sweep_killed_in_its_third_trial_continues_with_resume_auto(
             "parallel",
             {"space": {"lr": [0.1]}},
             ("--parallel", "999"),
-            "--parallel 999: this node has",
+            "--parallel 999 trials of 1 rank(s): this node has",
         ),
     ],
     ids=lambda value: value if isinstance(value, str) else "",
@@ -185,3 +192,46 @@ def test_bad_input_is_one_line_and_runs_nothing(
     result, out = _sweep(pytorch_project, tmp_path, space, *args, digits=digits_dir)
     runs.assert_one_line_exit_2(result, expected)
     assert not out.exists()
+
+
+def _rows(output: Path) -> list[dict]:
+    """The record's rows without what differs between any two runs (their ids and times)."""
+    keep = ("type", "epoch", "step", "loss", "accuracy")
+    return [{k: row[k] for k in keep if k in row} for row in _records(output)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
+def test_a_trial_of_two_ranks_is_the_plain_two_rank_run_of_its_options(
+    pytorch_project: Path,
+    mindspore_projects: dict[str, Path],
+    digits_dir: Path,
+    tmp_path: Path,
+    framework: str,
+) -> None:
+    """--ranks 2: the trial runs through the project's own launcher (torchrun, msrun), every
+    rank with the trial's options: its record is a plain 2-rank run's with them, and both
+    ranks end with the same weights."""
+    project = pytorch_project if framework == "pytorch" else mindspore_projects["custom"]
+    space = {"space": {"lr": [0.05]}, "trials": 1, "sampler": "grid", "pruner": "none"}
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(space))
+    every = ("--data_url", str(digits_dir), "--epoch_size", "1", "--max_steps", "8")
+    out = tmp_path / "out"
+    argv = ("sweep.py", "--sweep_config", str(config), "--train_url", str(out), "--ranks", "2")
+    runs.ok(runs.run(project, *argv, "--", *every, timeout=900))
+    trial = out / "sweep" / "0"
+    launcher = "torchrun" if framework == "pytorch" else "msrun"
+    plain = tmp_path / "plain"
+    command = ["bash", "scripts/run_8p.sh", "--launcher", launcher, "--nproc", "2"]
+    command += ["--master-port", str(runs.free_port()), "--output", str(plain)]
+    command += ["--", "--lr", "0.05", *every]
+    env = runs.clean_env(PYTHON=sys.executable, OMP_NUM_THREADS="1")
+    result = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The same program on the same data and options, its 2 ranks reducing in the same order.
+    assert _rows(trial) == _rows(plain) and [r for r in _rows(trial) if r["type"] == "val"]
+    logs = [p.read_text() for p in sorted((trial / "logs").rglob("*.log"))]
+    ends = [line for text in logs for line in text.splitlines() if "finished, parameters " in line]
+    assert {line.split(" of ")[0].split(":")[-1] for line in ends} == {"rank 0", "rank 1"}, ends
+    assert len({line.split("parameters ")[1].split()[0] for line in ends}) == 1, ends

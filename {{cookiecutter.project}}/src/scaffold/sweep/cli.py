@@ -44,6 +44,12 @@ def parser() -> argparse.ArgumentParser:
         help="the output directory; the sweep goes in its sweep/ (default: "
         "config.yaml's train_url, auto: ./output)",
     )
+    found.add_argument(
+        "--ranks",
+        type=integer(1),
+        help="processes a trial, through scripts/run_8p.sh with 2 or more (default: on "
+        "accelerators the devices a trial gets, on a CPU 1)",
+    )
     found.add_argument("--resume", choices=("auto",), help="auto: continue the sweep there")
     found.add_argument(
         "--sweep_config", type=Path, default=PROJECT / "sweep.yaml", help="the search space"
@@ -82,10 +88,11 @@ def main(argv: Sequence[str]) -> int:
         if args.trials is not None:
             spec = replace(spec, trials=args.trials)
         out = _output(args.train_url, cfg.train_url)
+        places = study.shares(args.parallel, args.ranks)
         new = not (out / study.STUDY).exists()
         found = study.open_study(out, spec, cfg.seed, resume=args.resume == "auto")
         try:
-            return study.run(PROJECT, out, spec, found, args.parallel, every)
+            return study.run(PROJECT, out, spec, found, places, every)
         except ConfigError:
             if new:  # a mistake every trial would make: the new sweep's directory goes
                 shutil.rmtree(out, ignore_errors=True)

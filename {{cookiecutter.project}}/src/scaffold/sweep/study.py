@@ -97,29 +97,30 @@ class Stopping:
         self.signum = signum
 
 
-def run(project: Path, out: Path, spec: Sweep, study: Any, parallel: int, argv: list[str]) -> int:
+def run(
+    project: Path, out: Path, spec: Sweep, study: Any, places: list[trials.Share], argv: list[str]
+) -> int:
     """Trials until ``spec.trials`` have ended (finished, pruned or failed); the results."""
     from optuna.trial import TrialState
 
     interrupted = _interrupted(study)
     ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-    shares = _shares(parallel)
     monitor = ["--monitor_metric", spec.metric]
     monitor += ["--monitor_mode", "max" if spec.direction == "maximize" else "min"]
     stopping, active = Stopping(), []
     while stopping.signum is None:
         done = [t for t in study.get_trials(deepcopy=False, states=ended)]
         count = len([t for t in done if t.number not in interrupted])
-        free = [slot for slot in range(parallel) if slot not in {r.slot for r in active}]
+        free = [slot for slot in range(len(places)) if slot not in {r.slot for r in active}]
         while free and count + len(active) < spec.trials:
             trial = study.ask()
             values = {d.key: d.suggest(trial) for d in spec.dimensions}
             directory = Path(trial.user_attrs.get("directory") or out / str(trial.number))
             trial.set_user_attr("directory", str(directory))
             again = ["--resume", "auto"] if "resumes" in trial.user_attrs else []
-            args = [*argv, *spec.flags(values), *monitor, "--train_url", str(directory), *again]
+            args = [*argv, *spec.flags(values), *monitor, *again]
             slot = free.pop(0)
-            active.append(trials.launch(project, trial, directory, args, shares[slot], slot))
+            active.append(trials.launch(project, trial, directory, args, places[slot], slot))
             log.info("trial %d: %s", trial.number, " ".join(spec.flags(values)))
         if not active:
             break
@@ -137,16 +138,34 @@ def run(project: Path, out: Path, spec: Sweep, study: Any, parallel: int, argv: 
     return 0
 
 
-def _shares(parallel: int) -> list[list[int]]:
-    """Each trial slot's cores: this node's divided between them."""
-    found = trials.cores()
-    if found and parallel > len(found):
+def shares(parallel: int, ranks: int | None) -> list[trials.Share]:
+    """Each trial slot's share of this node: its accelerators divided between the slots (a
+    trial's ranks, one a device), else its cores (``ranks`` processes a trial, default 1)."""
+    visible, devices = trials.accelerators()
+    if devices:
+        each = len(devices) // parallel
+        if each < 1:
+            raise ConfigError(
+                f"--parallel {parallel}: this node has {len(devices)} devices ({visible} "
+                f"{','.join(devices)}), one at least a trial: give at most {len(devices)}"
+            )
+        if ranks is not None and ranks != each:
+            raise ConfigError(
+                f"--ranks {ranks}: a trial's ranks are its devices here, {each} of "
+                f"{len(devices)} for {parallel} trials side by side: leave --ranks out"
+            )
+        cut = [tuple(devices[i * each : (i + 1) * each]) for i in range(parallel)]
+        return [trials.Share(devices=d, visible=visible, ranks=each) for d in cut]
+    found, ranks = trials.cores(), ranks or 1
+    if found and parallel * ranks > len(found):
         raise ConfigError(
-            f"--parallel {parallel}: this node has {len(found)} cores for the trials, one at "
-            f"least each: give at most {len(found)}"
+            f"--parallel {parallel} trials of {ranks} rank(s): this node has {len(found)} cores "
+            f"for them, one at least a rank: give at most {len(found) // ranks} trials"
         )
     each = len(found) // parallel if found else 0
-    return [found[i * each : (i + 1) * each] for i in range(parallel)]
+    return [
+        trials.Share(tuple(found[i * each : (i + 1) * each]), ranks=ranks) for i in range(parallel)
+    ]
 
 
 def _watch(study: Any, spec: Sweep, each: trials.Running) -> None:

@@ -8,6 +8,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from src.scaffold.backend import FRAMEWORK
+
 METRICS = "metrics.jsonl"
 CONSOLE = "console.log"  # the trial's stdout and stderr
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal to this process when its parent exits
+GPU_VISIBLE, NPU_VISIBLE = "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"
 
 
 def cores() -> list[int]:
@@ -72,26 +76,71 @@ def _child(share: list[int]) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Share:
+    """What one trial runs on: cores (on a CPU), or accelerators by the variable naming them."""
+
+    cores: tuple[int, ...] = ()
+    devices: tuple[str, ...] = ()
+    visible: str = ""  # CUDA_VISIBLE_DEVICES or ASCEND_RT_VISIBLE_DEVICES
+    ranks: int = 1
+
+
+def accelerators() -> tuple[str, list[str]]:
+    """This node's visible accelerators: Ascend NPUs (their device nodes), else NVIDIA GPUs
+    (nvidia-smi's list), each narrowed by its visibility variable; none on a CPU node."""
+    npus = sorted(int(p.name[len("davinci") :]) for p in Path("/dev").glob("davinci[0-9]*"))
+    if npus:
+        return NPU_VISIBLE, _visible(NPU_VISIBLE, [str(n) for n in npus])
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "", []
+    gpus = [str(i) for i, line in enumerate(listed.stdout.splitlines()) if line.startswith("GPU")]
+    return (GPU_VISIBLE, _visible(GPU_VISIBLE, gpus)) if gpus else ("", [])
+
+
+def _visible(variable: str, found: list[str]) -> list[str]:
+    given = os.environ.get(variable)
+    return [d.strip() for d in given.split(",") if d.strip()] if given else found
+
+
 def launch(
-    project: Path, trial: Any, directory: Path, argv: list[str], share: list[int], slot: int
+    project: Path, trial: Any, directory: Path, argv: list[str], share: Share, slot: int
 ) -> Running:
-    """train.py with ``argv`` in ``directory``, on the cores ``share``."""
+    """train.py with ``argv`` in ``directory`` on ``share``: one process, or with several
+    ranks the project's own launcher (scripts/run_8p.sh), each rank the same options."""
     directory.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    if share:  # the framework's threads: one a core of the share
-        env["OMP_NUM_THREADS"] = str(len(share))
+    env = dict(os.environ, PYTHON=sys.executable)
+    if share.cores:  # the framework's threads: the share's cores over its ranks
+        env["OMP_NUM_THREADS"] = str(max(1, len(share.cores) // share.ranks))
+    if share.visible:
+        env[share.visible] = ",".join(share.devices)
+    command = [sys.executable, "train.py", *argv, "--train_url", str(directory)]
+    if share.ranks > 1:
+        launcher = "msrun" if FRAMEWORK == "mindspore" else "torchrun"
+        command = ["bash", "scripts/run_8p.sh", "--launcher", launcher]
+        command += ["--nproc", str(share.ranks), "--master-port", str(free_port())]
+        command += ["--output", str(directory), "--", *argv]
     console = (directory / CONSOLE).open("a", encoding="utf-8")
-    console.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} python train.py {' '.join(argv)}\n")
+    console.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n")
     console.flush()
     process = subprocess.Popen(
-        [sys.executable, "train.py", *argv],
+        command,
         cwd=project,
         env=env,
         stdout=console,
         stderr=subprocess.STDOUT,
-        preexec_fn=lambda: _child(share),
+        preexec_fn=lambda: _child(list(share.cores)),
     )
     return Running(trial, directory, process, console, slot)
+
+
+def free_port() -> int:
+    """A TCP port free on this node now: a multi-rank trial's rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def error_line(running: Running) -> str:

@@ -103,7 +103,8 @@ def test_a_sweep_killed_in_its_third_trial_continues_with_resume_auto(
     space |= {"trials": 4, "pruner": "none"}
     config = tmp_path / "sweep.yaml"
     config.write_text(yaml.safe_dump(space, sort_keys=False))
-    every = [arg.format(digits=digits_dir) for arg in EVERY]
+    # 4 epochs: 3 of them, 4 s or more, between its first checkpoint and its end, for the kill.
+    every = [arg.format(digits=digits_dir) for arg in EVERY] + ["--epoch_size", "4"]
     argv = ["sweep.py", "--sweep_config", str(config), "--train_url", str(tmp_path / "out")]
     out = tmp_path / "out" / "sweep"
     sweep = subprocess.Popen(

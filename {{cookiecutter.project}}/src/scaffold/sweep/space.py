@@ -130,7 +130,7 @@ def _dimension(
     kinds = list(value) if isinstance(value, dict) else []
     if len(kinds) != 1 or kinds[0] not in RANGES:
         raise ConfigError(
-            f"{where}: give a list of values, or a range: {{log: [low, high]}}, "
+            where + ": give a list of values, or a range: {log: [low, high]}, "
             "{uniform: [low, high]} or {int: [low, high]}"
         )
     kind = kinds[0]

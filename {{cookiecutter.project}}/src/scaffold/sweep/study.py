@@ -109,8 +109,8 @@ def run(
     monitor += ["--monitor_mode", "max" if spec.direction == "maximize" else "min"]
     stopping, active = Stopping(), []
     while stopping.signum is None:
-        done = [t for t in study.get_trials(deepcopy=False, states=ended)]
-        count = len([t for t in done if t.number not in interrupted])
+        done = study.get_trials(deepcopy=False, states=ended)
+        count = sum(t.number not in interrupted for t in done)
         free = [slot for slot in range(len(places)) if slot not in {r.slot for r in active}]
         while free and count + len(active) < spec.trials:
             trial = study.ask()

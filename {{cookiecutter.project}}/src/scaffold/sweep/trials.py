@@ -151,12 +151,17 @@ def error_line(running: Running) -> str:
     return errors[-1][len("error: ") :] if errors else f"train.py exited with status {code}"
 
 
+def _rows(directory: Path) -> list[dict[str, Any]]:
+    """The run's record, a row a line."""
+    text = (directory / METRICS).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
 def best(directory: Path, metric: str, maximize: bool) -> float | None:
     """The best ``metric`` of the run's validation rows (None: it has none)."""
-    path = directory / METRICS
-    if not path.is_file():
+    if not (directory / METRICS).is_file():
         return None
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows = _rows(directory)
     values = [float(r[metric]) for r in rows if r.get("type") == "val" and metric in r]
     if not values:
         return None
@@ -165,8 +170,7 @@ def best(directory: Path, metric: str, maximize: bool) -> float | None:
 
 def note_stop(directory: Path, step: int, reason: str) -> None:
     """A "stop" row in the run's record, as early_stop writes one: why the sweep stopped it."""
-    path = directory / METRICS
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    path, rows = directory / METRICS, _rows(directory)
     hparams = json.loads((directory / "hparams.json").read_text(encoding="utf-8"))
     epoch = max((int(r.get("epoch", 0)) for r in rows), default=0)
     row = {"run": hparams.get("run_id"), "type": "stop", "epoch": epoch, "step": step}

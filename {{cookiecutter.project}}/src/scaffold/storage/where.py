@@ -45,6 +45,13 @@ def cache_root() -> Path:
     return Path(tempfile.gettempdir()) / "train-cache"
 
 
+def local_output() -> Path:
+    """Where a run whose train_url is an obs:// URL writes before uploading: $TRAIN_LOCAL_OUTPUT
+    (a sweep's trial, each its own), else the cache's output/."""
+    named = os.environ.get("TRAIN_LOCAL_OUTPUT")
+    return Path(named) if named else cache_root() / "output"
+
+
 def stage_timeout() -> float:
     """How long a process waits for its node's copier: TRAIN_STAGE_TIMEOUT, else 1800 s."""
     text = os.environ.get("TRAIN_STAGE_TIMEOUT", "")
@@ -84,7 +91,7 @@ def outputs(places: Places) -> tuple[Path, Remote | None]:
     output = resolve(places).train_url
     if obs.is_url(output):
         obs.require_moxing(f"train_url {output}")
-        return cache_root() / "output", ObsRemote(str(output))
+        return local_output(), ObsRemote(str(output))
     return Path(output), None
 
 

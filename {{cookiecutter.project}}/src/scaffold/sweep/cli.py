@@ -14,11 +14,10 @@ from src.scaffold.backend import ProjectConfig
 from src.scaffold.config import ConfigError, parse_config
 from src.scaffold.config.converters import integer
 from src.scaffold.config.options import DEFAULT_CONFIG, options_of
-from src.scaffold.storage import obs
-from src.scaffold.sweep import space, study
+from src.scaffold.errors import TrainError
+from src.scaffold.sweep import place, results, space, study
 
 PROJECT = DEFAULT_CONFIG.parent
-SWEEP = "sweep"  # the sweep's directory under the output directory
 # What the sweep decides for each trial: never among the options given to every trial.
 OWN = ("--train_url", "--resume", "--monitor_metric", "--monitor_mode")
 
@@ -41,8 +40,8 @@ def parser() -> argparse.ArgumentParser:
     )
     found.add_argument(
         "--train_url",
-        help="the output directory; the sweep goes in its sweep/ (default: "
-        "config.yaml's train_url, auto: ./output)",
+        help="the output directory or obs:// URL; the sweep goes in its sweep/ (default: "
+        "config.yaml's train_url, auto: the platform's, else ./output)",
     )
     found.add_argument(
         "--ranks",
@@ -55,16 +54,6 @@ def parser() -> argparse.ArgumentParser:
         "--sweep_config", type=Path, default=PROJECT / "sweep.yaml", help="the search space"
     )
     return found
-
-
-def _output(given: str | None, configured: Path | str) -> Path:
-    where = given or configured
-    if obs.is_url(where):
-        raise ConfigError(
-            f"train_url {where}: a sweep writes to a local directory (its study is a SQLite "
-            "file): give --train_url a path"
-        )
-    return (PROJECT / "output" if where == "auto" else Path(where)).absolute() / SWEEP
 
 
 def main(argv: Sequence[str]) -> int:
@@ -87,12 +76,19 @@ def main(argv: Sequence[str]) -> int:
         spec = space.read(args.sweep_config, cfg.monitor, options_of(ProjectConfig))
         if args.trials is not None:
             spec = replace(spec, trials=args.trials)
-        out = _output(args.train_url, cfg.train_url)
-        places = study.shares(args.parallel, args.ranks)
+        given = cfg.places()
+        if args.train_url is not None:
+            given = replace(given, train_url=args.train_url, given=(*given.given, "train_url"))
+        where = place.place(given, (study.STUDY, *results.FILES))
+        shares = study.shares(args.parallel, args.ranks)
+        resume = args.resume == "auto"
+        if resume:
+            where.fetch((study.STUDY,))
+        out = where.sweep
         new = not (out / study.STUDY).exists()
-        found = study.open_study(out, spec, cfg.seed, resume=args.resume == "auto")
+        found = study.open_study(out, spec, cfg.seed, resume=resume)
         try:
-            return study.run(PROJECT, out, spec, found, places, every)
+            return study.run(PROJECT, where, spec, found, shares, every)
         except ConfigError:
             if new:  # a mistake every trial would make: the new sweep's directory goes
                 shutil.rmtree(out, ignore_errors=True)
@@ -100,3 +96,6 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except TrainError as err:  # the platform's storage: the last upload failed
+        print(f"error: {err}", file=sys.stderr)
+        return 1

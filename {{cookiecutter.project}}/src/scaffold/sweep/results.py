@@ -14,6 +14,7 @@ from src.scaffold.sweep.space import Sweep
 
 log = logging.getLogger(__name__)
 TABLE, BEST, PLOT = "trials.md", "best.yaml", "sweep.png"
+FILES = (TABLE, BEST, PLOT)
 STATES = {"COMPLETE": "finished", "PRUNED": "pruned", "FAIL": "failed"}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from src.scaffold.config import ConfigError
 from src.scaffold.sweep import results, trials
+from src.scaffold.sweep.place import Place
 from src.scaffold.sweep.space import Sweep
 
 log = logging.getLogger(__name__)
@@ -98,11 +99,18 @@ class Stopping:
 
 
 def run(
-    project: Path, out: Path, spec: Sweep, study: Any, places: list[trials.Share], argv: list[str]
+    project: Path,
+    where: Place,
+    spec: Sweep,
+    study: Any,
+    places: list[trials.Share],
+    argv: list[str],
 ) -> int:
-    """Trials until ``spec.trials`` have ended (finished, pruned or failed); the results."""
+    """Trials until ``spec.trials`` have ended (finished, pruned or failed); the results, and
+    the sweep uploaded where the platform takes it (after each trial, and at the end)."""
     from optuna.trial import TrialState
 
+    out = where.sweep
     interrupted = _interrupted(study)
     ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
     monitor = ["--monitor_metric", spec.metric]
@@ -119,8 +127,10 @@ def run(
             trial.set_user_attr("directory", str(directory))
             again = ["--resume", "auto"] if "resumes" in trial.user_attrs else []
             args = [*argv, *spec.flags(values), *monitor, *again]
+            url, env = where.trial(directory)
             slot = free.pop(0)
-            active.append(trials.launch(project, trial, directory, args, places[slot], slot))
+            share = places[slot]
+            active.append(trials.launch(project, trial, directory, url, env, args, share, slot))
             log.info("trial %d: %s", trial.number, " ".join(spec.flags(values)))
         if not active:
             break
@@ -130,11 +140,14 @@ def run(
             if each.process.poll() is not None:
                 active.remove(each)
                 _end(study, spec, each, active)
+                where.upload()
     if stopping.signum is not None:
         trials.stop(active, signal.SIGTERM)  # left running in the study: --resume auto
+        where.upload()
         log.warning("the sweep was stopped: python sweep.py --resume auto continues it")
         return 128 + stopping.signum
     results.write(out, study, spec)
+    where.upload(final=True)
     return 0
 
 

@@ -22,6 +22,7 @@ METRICS = "metrics.jsonl"
 CONSOLE = "console.log"  # the trial's stdout and stderr
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal to this process when its parent exits
 GPU_VISIBLE, NPU_VISIBLE = "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"
+JOB_SHAPE = "MA_VJ_NAME"  # where set, scripts/run_8p.sh reads the ModelArts job's shape
 
 
 def cores() -> list[int]:
@@ -106,22 +107,34 @@ def _visible(variable: str, found: list[str]) -> list[str]:
 
 
 def launch(
-    project: Path, trial: Any, directory: Path, argv: list[str], share: Share, slot: int
+    project: Path,
+    trial: Any,
+    directory: Path,
+    url: str,
+    extra: dict[str, str],
+    argv: list[str],
+    share: Share,
+    slot: int,
 ) -> Running:
-    """train.py with ``argv`` in ``directory`` on ``share``: one process, or with several
-    ranks the project's own launcher (scripts/run_8p.sh), each rank the same options."""
+    """train.py with ``argv`` on ``share``, its outputs in ``directory`` (for train_url
+    ``url``): one process, or with several ranks the project's own launcher
+    (scripts/run_8p.sh), each rank the same options."""
     directory.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHON=sys.executable)
+    env = dict(os.environ, PYTHON=sys.executable, **extra)
+    env.pop(JOB_SHAPE, None)  # a trial's ranks are the sweep's share, not the job's shape
     if share.cores:  # the framework's threads: the share's cores over its ranks
         env["OMP_NUM_THREADS"] = str(max(1, len(share.cores) // share.ranks))
     if share.visible:
         env[share.visible] = ",".join(share.devices)
-    command = [sys.executable, "train.py", *argv, "--train_url", str(directory)]
+    command = [sys.executable, "train.py", *argv, "--train_url", url]
     if share.ranks > 1:
         launcher = "msrun" if FRAMEWORK == "mindspore" else "torchrun"
         command = ["bash", "scripts/run_8p.sh", "--launcher", launcher]
         command += ["--nproc", str(share.ranks), "--master-port", str(free_port())]
-        command += ["--output", str(directory), "--", *argv]
+        if url == str(directory):
+            command += ["--output", url, "--", *argv]
+        else:  # an obs:// URL is train.py's (the launcher's --output is a local directory)
+            command += ["--", *argv, "--train_url", url]
     console = (directory / CONSOLE).open("a", encoding="utf-8")
     console.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n")
     console.flush()

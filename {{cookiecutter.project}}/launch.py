@@ -13,6 +13,12 @@ becomes train.py, starting nothing: ModelArts' Ascend launcher sets RANK_ID, RAN
 DEVICE_ID for each process it starts (davincirunsdk's fmk.py, FMK.gen_env_for_fmk), OpenI's
 NPU jobs call init() in the boot file itself, torchrun sets RANK and WORLD_SIZE, msrun
 MS_ROLE. Starting a launcher there would make N x N ranks on N cards.
+
+``python launch.py --sweep ...`` starts sweep.py instead (README: Tune it), continuing the
+sweep its train_url holds (a restarted job's): the sweep's own options (--trials, --parallel,
+--ranks, --sweep_config, --train_url) go to it, every other to each trial's train.py. A sweep
+uses one node's devices: a job of several nodes, or one the platform started per card, is one
+line and exit 2.
 """
 
 import os
@@ -20,6 +26,11 @@ import sys
 
 # The variables by which a process knows the platform started it as one rank of the job.
 RANK_VARIABLES = (("RANK_ID", "RANK_SIZE"), ("RANK", "WORLD_SIZE"), ("MS_ROLE",))
+SWEEP = "--sweep"
+# sweep.py's own options (all take a value); the platform's others go to every trial.
+SWEEP_OPTIONS = ("--trials", "--parallel", "--ranks", "--sweep_config", "--train_url", "--resume")
+# A ModelArts job's nodes (its User Guide, develop-modelarts-0104, table 2).
+NODES = ("MA_NUM_HOSTS", "VC_WORKER_NUM")
 
 
 def started_as_rank(env):
@@ -30,8 +41,46 @@ def started_as_rank(env):
     return None
 
 
+def sweep_command(args, env):
+    """sweep.py's arguments for the boot file's, or the line why a sweep cannot run here."""
+    given = started_as_rank(env)
+    if given:
+        return None, (
+            f"launch.py --sweep: the platform started this process as one rank ({given[0]}): "
+            "a sweep starts its trials' ranks itself; start one process per node"
+        )
+    for name in NODES:
+        if env.get(name, "1").strip() not in ("", "1"):
+            return None, (
+                f"launch.py --sweep: this job has {env[name]} nodes ({name}); a sweep runs its "
+                "trials on one node's devices: make it a job of one node"
+            )
+    own, every, rest = [], [], [a for a in args if a != SWEEP]
+    while rest:
+        word = rest.pop(0)
+        name = word.split("=", 1)[0]
+        if name not in SWEEP_OPTIONS:
+            every.append(word)
+        elif "=" in word:
+            own.append(word)
+        elif rest:
+            own += [word, rest.pop(0)]
+        else:
+            return None, f"launch.py --sweep: {word} needs a value"
+    again = [] if any(w.split("=", 1)[0] == "--resume" for w in own) else ["--resume", "auto"]
+    return [*again, *own, "--", *every], None
+
+
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
+    if SWEEP in sys.argv[1:]:
+        command, why = sweep_command(sys.argv[1:], os.environ)
+        if why:
+            print(f"error: {why}", file=sys.stderr)
+            sys.exit(2)
+        print(f"launch.py: a sweep: sweep.py {' '.join(command)}")
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, os.path.join(here, "sweep.py"), *command])
     given = started_as_rank(os.environ)
     if given:
         said = ", ".join(f"{name}={os.environ[name]}" for name in given)

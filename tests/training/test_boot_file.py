@@ -183,3 +183,94 @@ def test_a_boot_file_the_platform_started_per_card_is_one_rank(
     # nothing and has no place).
     assert sorted(places) == [(rank, cards) for rank in range(cards)]
     assert (output / "latest.json").is_file()
+
+
+def _sweep_space(tmp_path: Path) -> Path:
+    """Three lrs in a grid, no pruner: each trial runs to its end."""
+    config = tmp_path / "sweep.yaml"
+    space = {"space": {"lr": [0.05, 0.1, 0.02]}, "sampler": "grid", "trials": 2, "pruner": "none"}
+    config.write_text(json.dumps(space))  # YAML reads JSON
+    return config
+
+
+def _trial_rows(table: Path) -> dict[int, str]:
+    """trials.md's rows: the state of each trial by its number."""
+    lines = table.read_text().splitlines()[2:]
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    return {int(row[0]): row[1] for row in cells}
+
+
+@pytest.mark.slow
+def test_a_modelarts_sweep_uploads_each_trial_as_a_run_and_its_restart_continues_it(
+    code, animals: Path, tmp_path: Path
+) -> None:
+    """launch.py --sweep in a ModelArts job (obs:// through the moxing stand-in): each trial is a
+    run of its own obs:// directory, uploaded as any run's; the study and table go up too. The
+    job restarted on another node (an empty cache) continues the sweep from OBS."""
+    project = code("pytorch")
+    before = files(project)
+    root = tmp_path / "obs"
+    shutil.copytree(animals, root / "bucket" / "animals")
+    job = {"MA_VJ_NAME": "modelarts-job-sweep", "MA_NUM_HOSTS": "1"}
+    env = clean_env(PYTHON=sys.executable, PYTHONPATH=str(FAKE_MOXING), FAKE_OBS_ROOT=str(root))
+    args = ("--sweep", f"--sweep_config={_sweep_space(tmp_path)}", *SHORT)
+    args += ("--data_url=obs://bucket/animals/", "--train_url=obs://bucket/out/")
+    said = ok(boot(project, *args, env={**env, **job, "TRAIN_CACHE_DIR": str(tmp_path / "node1")}))
+    assert "launch.py: a sweep: sweep.py --resume auto" in said
+    collected = root / "bucket" / "out" / "sweep"
+    for trial in (0, 1):
+        # Each trial's run, uploaded by the run itself: the job's dataset, its whole record.
+        assert classes(collected / str(trial)) == sorted(NAMED.values())
+        names = {p.name for p in (collected / str(trial)).iterdir()}
+        assert {"latest.json", "metrics.jsonl", "hparams.json"} <= names
+    assert _trial_rows(collected / "trials.md") == {0: "finished", 1: "finished"}
+    assert {"study.db", "best.yaml"} <= {p.name for p in collected.iterdir()}
+    # Restarted on a node of its own (a new cache) with one trial more, of 2 ranks (the
+    # project's launcher, train.py's obs:// train_url): the study from OBS, trials 0 and 1
+    # kept, trial 2 run and uploaded as a 2-rank run's outputs are.
+    again = {**env, **job, "TRAIN_CACHE_DIR": str(tmp_path / "node2")}
+    ok(boot(project, *args, "--trials=3", "--ranks=2", "--batch_size=8", env=again))
+    assert _trial_rows(collected / "trials.md") == {0: "finished", 1: "finished", 2: "finished"}
+    assert (collected / "2" / "latest.json").is_file()
+    hparams = json.loads((collected / "2" / "hparams.json").read_text())
+    assert hparams["resolved"]["world_size"] == 2, hparams["resolved"]
+    assert not (tmp_path / "node2" / "output" / "sweep" / "0").exists()
+    assert files(project) == before, "the boot file wrote into the code directory"
+
+
+@pytest.mark.slow
+def test_an_openi_c2net_sweep_goes_up_with_the_jobs_output(
+    code, animals: Path, tmp_path: Path
+) -> None:
+    """launch.py --sweep in a C2Net job (MindSpore; MOXING, the real c2net package): the sweep in
+    the job's LOCAL_OUTPUT_PATH, uploaded whole to OUTPUT_URL as c2net copies it."""
+    project = code("mindspore")
+    root = tmp_path / "obs"
+    shutil.make_archive(str(root / "bucket" / "MnistDataset"), "zip", animals)
+    (root / "bucket" / "code").mkdir()  # the job's CODE_URL, which c2net fetches first
+    env = c2net_env(tmp_path / "c2net", "MOXING")
+    env |= {"PYTHONPATH": str(FAKE_MOXING), "FAKE_OBS_ROOT": str(root)}
+    env |= {"TRAIN_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("--sweep", f"--sweep_config={_sweep_space(tmp_path)}", *SHORT)
+    ok(boot(project, *args, env=clean_env(PYTHON=sys.executable, **env)))
+    local = Path(env["LOCAL_OUTPUT_PATH"]) / "sweep"
+    assert classes(local / "1") == sorted(NAMED.values())
+    remote = root / "bucket" / "c2net-out" / "sweep"
+    assert _trial_rows(remote / "trials.md") == {0: "finished", 1: "finished"}
+    assert (remote / "1" / "latest.json").is_file() and (remote / "study.db").is_file()
+
+
+@pytest.mark.parametrize(
+    ("environ", "words"),
+    [
+        ({"MA_NUM_HOSTS": "2"}, "this job has 2 nodes (MA_NUM_HOSTS)"),
+        ({"RANK_ID": "0", "RANK_SIZE": "8"}, "started this process as one rank (RANK_ID)"),
+    ],
+)
+def test_a_sweep_the_boot_file_cannot_run_is_one_line(
+    code, tmp_path: Path, environ: dict[str, str], words: str
+) -> None:
+    result = boot(code("pytorch"), "--sweep", *SHORT, env=clean_env(**environ), timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: launch.py --sweep: ") and words in line, line

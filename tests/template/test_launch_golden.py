@@ -88,6 +88,35 @@ CASES = {
         | {"LOCAL_WORLD_SIZE": "8", "LOCAL_RANK": "0,1,2,3,4,5,6,7"},
     ),
 }
+# The sweep as a job's command (gen job render --sweep): a PyTorchJob's one pod, its shape
+# checked and its variables gone, sweep.py continuing the study on /output with the pod's
+# data; an AscendJob's MindSpore pod (msrun's workers counted); a ModelArts job's boot
+# command, its appended obs:// train_url the sweep's, the rest every trial's.
+CASES |= {
+    "sweep_pytorchjob.txt": (
+        {"target": "cuda", "devices_per_node": 8, "nnodes": 2},
+        "run_8p.sh",
+        ("--sweep", "--cluster", "pytorchjob", "--join-timeout", "600", "--nproc", "8")
+        + ("--parallel", "4", "--data", "/data", "--output", "/output", "--dry-run")
+        + ("--", "--epoch_size", "3"),
+        {"PET_NNODES": "1", "PET_NPROC_PER_NODE": "8", "PET_NODE_RANK": "0"}
+        | {"PET_MASTER_ADDR": "job-master-0", "PET_MASTER_PORT": "23456"},
+    ),
+    "sweep_ascendjob_mindspore.txt": (
+        {"target": "ascend", "devices_per_node": 8, "framework": "mindspore"},
+        "run_8p.sh",
+        ("--sweep", "--cluster", "ascendjob", "--parallel", "2", "--dry-run"),
+        {"MS_WORKER_NUM": "8", "MS_LOCAL_WORKER": "8", "MS_NODE_RANK": "0"}
+        | {"MS_SCHED_HOST": "10.96.0.7", "MS_SCHED_PORT": "2222", "MS_ROLE": "MS_WORKER"},
+    ),
+    "sweep_modelarts.txt": (
+        {"target": "cuda", "devices_per_node": 8},
+        "run_8p.sh",
+        ("--sweep", "--dry-run", "--data_url=obs://bucket/data/", "--train_url=obs://bucket/out/")
+        + ("--trials=8", "--epoch_size=3"),
+        {"MA_VJ_NAME": "modelarts-job-5e6f7a8b", "MA_NUM_HOSTS": "1", "MA_NUM_GPUS": "8"},
+    ),
+}
 # A ModelArts job of 2 nodes x 8 devices, as node 1 sees it: the same command on every node.
 MODELARTS_JOB = {
     "MA_VJ_NAME": "modelarts-job-5e6f7a8b",

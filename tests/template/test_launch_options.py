@@ -128,6 +128,25 @@ def test_a_cluster_kind_without_its_variables_is_one_line(
     assert len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("cluster", "environ", "nodes"),
+    [
+        ("pytorchjob", {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "8", "PET_NODE_RANK": "0"}, 2),
+        ("modelarts", {"MA_VJ_NAME": "job-1", "MA_NUM_HOSTS": "4"}, 4),
+    ],
+)
+def test_a_sweep_in_a_job_of_several_nodes_is_one_line(
+    render_project: RenderProject, cluster: str, environ: dict[str, str], nodes: int
+) -> None:
+    project = render_project(target="cuda")
+    environ |= {"PET_MASTER_ADDR": "job-master-0", "PET_MASTER_PORT": "23456"}
+    args = ("--sweep", "--cluster", cluster, "--dry-run")
+    result = run(project / "scripts" / "run_8p.sh", *args, environ=env(**environ))
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --sweep: this job has {nodes} nodes"), line
+
+
 # An AscendJob pod of 2 x 4 NPUs as Ascend Operator starts it (component/ascend-operator/
 # pkg/controllers/v1/env.go): WORLD_SIZE counts NPUs, LOCAL_RANK lists the pod's.
 ASCEND_POD = {"MASTER_ADDR": "10.96.0.8", "MASTER_PORT": "2222", "WORLD_SIZE": "8", "RANK": "1"}

@@ -8,12 +8,15 @@ set -euo pipefail
 usage() {
     cat <<USAGE
 usage: scripts/run_8p.sh [--launcher NAME] [--cluster KIND] [LAUNCHER OPTIONS] [-- TRAIN_ARGS...]
+       scripts/run_8p.sh --sweep [--cluster KIND] [SWEEP OPTIONS] [-- TRAIN_ARGS...]
 
   --launcher NAME   {{ spawner }}{% if cookiecutter.target != 'cuda' %} or ranktable{% endif %}, or auto (default: \$LAUNCHER, else auto: {% if cookiecutter.target == 'cuda' %}{{ spawner }}{% elif cookiecutter.target == 'ascend' %}ranktable{% else %}ranktable on
                     an Ascend node, where /dev/davinci0 exists, else {{ spawner }}{% endif %})
   --cluster KIND    read the job's shape from what its platform injects: a Kubernetes
                     operator's (gen job render: trainjob, pytorchjob, volcano, ascendjob)
                     or a ModelArts job's (modelarts; the default where MA_VJ_NAME is set)
+  --sweep           run sweep.py's trials on this node instead (README: Tune it), continuing
+                    the sweep the output holds; scripts/run_sweep.sh --help lists its options
 
 The other options go to the launcher: scripts/run_<launcher>.sh --help lists them
 (--nproc, --nnodes, --node-rank, --master-addr, --master-port, --join-timeout,
@@ -29,9 +32,10 @@ project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=launch_lib.sh
 . "$project_root/scripts/launch_lib.sh"
 
-launcher=${LAUNCHER:-auto} cluster='' args=()
+launcher=${LAUNCHER:-auto} cluster='' sweep=false args=()
 while [[ $# -gt 0 ]]; do
     case $1 in
+        --sweep) sweep=true && shift ;;
         --launcher=* | --cluster=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
         --launcher | --cluster)
             [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"
@@ -76,6 +80,12 @@ split_platform_args() {
     args=(${own[@]+"${own[@]}"} -- ${train[@]+"${train[@]}"} "$@")
 }
 
+# A sweep in a ModelArts job: its nodes are counted (one only), its arguments split.
+if [[ $sweep == true && $cluster == modelarts ]]; then
+    split_platform_args ${args[@]+"${args[@]}"}
+    exec bash "$project_root/scripts/run_sweep.sh" --nnodes "${MA_NUM_HOSTS:-${VC_WORKER_NUM:-1}}" "${args[@]}"
+fi
+
 # The job's shape as the operator or ModelArts describes it, as the launcher's options.
 from=()
 case $cluster in
@@ -112,6 +122,10 @@ case $cluster in
         ;;
     *) die_usage "--cluster must be trainjob, pytorchjob, volcano, ascendjob or modelarts, not '$cluster'" ;;
 esac
+# A sweep: the job's shape checked (one node), then sweep.py on this node's devices.
+if [[ $sweep == true ]]; then
+    exec bash "$project_root/scripts/run_sweep.sh" ${from[@]+"${from[@]}"} ${args[@]+"${args[@]}"}
+fi
 [[ -f $project_root/scripts/run_$launcher.sh ]] || die "--cluster $cluster needs the $launcher launcher, which this project does not have"
 # bash, not ./run_*.sh: uploads to a platform often lose the x bit. Given options win.
 exec bash "$project_root/scripts/run_$launcher.sh" ${from[@]+"${from[@]}"} ${args[@]+"${args[@]}"}

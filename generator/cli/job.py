@@ -123,6 +123,17 @@ def job() -> None:
     help="Ascend: the job's rendezvous port on the host network (default: from its name).",
 )
 @click.option(
+    "--sweep",
+    is_flag=True,
+    help="Run the project's sweep (sweep.py) on one node instead of training once.",
+)
+@click.option(
+    "--parallel",
+    type=int,
+    metavar="K",
+    help="--sweep: trials side by side, the node's devices divided (default: 1).",
+)
+@click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write."
 )
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")

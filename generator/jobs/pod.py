@@ -40,6 +40,9 @@ FS_GROUP = 1000
 def command(spec: JobSpec) -> list[str]:
     """The launcher and what it needs to know; the operator's env says the rest."""
     args = ["bash", LAUNCHER, "--cluster", spec.kind, "--join-timeout", str(spec.join_timeout)]
+    if spec.sweep_parallel:  # the sweep on the pod's devices: trials side by side
+        args[2:2] = ["--sweep"]
+        args += ["--parallel", str(spec.sweep_parallel)]
     # The pod's size, whatever the project was generated for: its processes, one a device.
     args += ["--nproc", str(spec.devices_per_node)]
     if spec.ascend:
@@ -51,6 +54,7 @@ def command(spec: JobSpec) -> list[str]:
         args += ["--output", OUTPUT_DIR]
     # No --resume: a pod the operator restarts runs the same command, which continues the run
     # its output holds; another configuration there is refused (the project's outputs/truth.py).
+    # A sweep continues its study the same way (run_sweep.sh: --resume auto).
     return args
 
 

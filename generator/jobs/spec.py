@@ -8,6 +8,7 @@ from pathlib import Path
 
 from generator.errors import ImageUnknown, KindDoesNotFit, OptionError
 from generator.jobs import ascend, names
+from generator.jobs.sweep import sweep_parallel
 from generator.render.options import DEVICES_PER_NODE, EIGHT_ONLY_CHIPS, MAX_NODES, Options
 
 KINDS = ("trainjob", "pytorchjob", "volcano", "ascendjob")
@@ -63,6 +64,8 @@ class JobRequest:
     accelerator_type: str | None = None
     sp_block: int | None = None
     port: int | None = None
+    sweep: bool = False
+    parallel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,9 @@ class JobSpec:
     port: int = ascend.POD_PORT
     # Ascend: the servers' CPU (aarch64 or x86_64), for the host-arch node selector.
     arch: str = ""
+    # The job runs the project's sweep (sweep.py) on its one node, this many trials at a time;
+    # 0 when it trains.
+    sweep_parallel: int = 0
 
     @property
     def ascend(self) -> bool:
@@ -273,7 +279,8 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
     the kind, numbers and names are checked before the image is looked for.
     """
     accelerator = pick_accelerator(record, request.kind, request.target)
-    nnodes = record.nnodes if request.nnodes is None else request.nnodes
+    # A sweep's trials share one node's devices (sweep.py divides them): one node by default.
+    nnodes = (1 if request.sweep else record.nnodes) if request.nnodes is None else request.nnodes
     devices = (
         record.devices_per_node if request.devices_per_node is None else request.devices_per_node
     )
@@ -282,6 +289,7 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
     if request.accelerator_type is not None and not chip:
         raise OptionError("--accelerator-type", "labels Ascend nodes; this job runs on cuda")
     devices = _devices(devices, chip)
+    parallel = sweep_parallel(request.sweep, request.parallel, nnodes, devices)
     node_type = accelerator_type(chip, request.accelerator_type, devices) if chip else ""
     name = _job_name(record, request, accelerator, nnodes)
     # Keyword arguments run in order: the image, which may read a file, comes last.
@@ -306,6 +314,7 @@ def resolve(record: Options, request: JobRequest, project_dir: Path) -> JobSpec:
         arch=record.image_arch("ascend") if chip else "",
         trainer_version=_trainer_version(request),
         gang=_gang(request, _trainer_version(request)),
+        sweep_parallel=parallel,
         image=_image(request, project_dir, accelerator),
     )
 

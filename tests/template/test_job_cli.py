@@ -44,6 +44,16 @@ GOLDEN = {
         {"framework": "mindspore", "target": "ascend", "nnodes": 2, "chip": "910_93"},
         ["--devices-per-node", "16"],
     ),
+    # The project's sweep as the job (issue: sweeps, item 6): one pod of the node's devices,
+    # 4 trials side by side, on a project generated for 2 nodes.
+    "pytorchjob-sweep.yaml": (
+        {"framework": "pytorch", "target": "cuda", "nnodes": 2},
+        ["--sweep", "--parallel", "4", "--output-pvc", "runs"],
+    ),
+    "ascendjob-sweep.yaml": (
+        {"framework": "mindspore", "target": "ascend"},
+        ["--sweep", "--parallel", "2", "--output-pvc", "runs"],
+    ),
 }
 # Without a claim for /output, one line on stderr says what a restart loses and what to pass.
 EPHEMERAL_WARNING = (
@@ -161,6 +171,9 @@ BAD = [
     (["--kind", "trainjob", "--trainer-version", "2.0", "--queue", "q"], "came in v2.1"),
     (["--kind", "trainjob", "--gang", "yunikorn"], "'yunikorn' is not one of"),
     (["--kind", "pytorchjob", "--trainer-version", "2.1"], "--kind trainjob"),
+    (["--kind", "pytorchjob", "--sweep", "--nnodes", "2"], "one node's devices"),
+    (["--kind", "pytorchjob", "--sweep", "--parallel", "9"], "1 to 8 trials side by side"),
+    (["--kind", "pytorchjob", "--parallel", "2"], "is for --sweep"),
 ]
 
 

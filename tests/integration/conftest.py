@@ -37,8 +37,10 @@ CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cac
 PINS = {"pytorch": "torch==2.13.0", "mindspore": "mindspore==2.10.0"}
 # What each generated requirements.txt asks for (MindSpore's ops need NumPy 1.x).
 NUMPY = {"pytorch": "numpy", "mindspore": "numpy<2"}
-# What a PyTorch project's requirements-hf.txt adds when config.yaml uses Hugging Face models.
-EXTRAS = {"pytorch": ("transformers>=5", "peft", "safetensors"), "mindspore": ()}
+# What a project's requirements-sweep.txt adds (every project with sweep.py), and a PyTorch
+# project's requirements-hf.txt when config.yaml uses Hugging Face models.
+SWEEPS = ("optuna>=4",)
+EXTRAS = {"pytorch": (*SWEEPS, "transformers>=5", "peft", "safetensors"), "mindspore": SWEEPS}
 
 
 @pytest.fixture(scope="session")
@@ -54,8 +56,8 @@ def docker_engine() -> engine.Engine:
 
 def wheelhouse_for(framework: str) -> Path:
     """Wheels for the framework pin and the project's requirements (numpy, pyyaml, pillow,
-    tqdm; PyTorch's requirements-hf.txt too), so that the image builds offline; cached by
-    what was asked for."""
+    tqdm; requirements-sweep.txt's, and PyTorch's requirements-hf.txt), so that the image
+    builds offline; cached by what was asked for."""
     spec = [PINS[framework], NUMPY[framework], "pyyaml", "pillow", "tqdm", *EXTRAS[framework]]
     digest = hashlib.sha256(" ".join(spec).encode()).hexdigest()[:10]
     dest = CACHE / f"wheelhouse-{framework}-{digest}"

@@ -28,7 +28,14 @@ from generator.render.options import Options
 from generator.render.project import read_record
 from generator.shipped.hostcheck import FAIL
 from tests.conftest import gen
-from tests.integration.conftest import CACHE, REPO, STANDIN_BASE, committed_project, share
+from tests.integration.conftest import (
+    CACHE,
+    REPO,
+    STANDIN_BASE,
+    SWEEPS,
+    committed_project,
+    share,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -54,7 +61,7 @@ def arm64_base(docker_engine: engine.Engine) -> str:
 @pytest.fixture(scope="module")
 def arm64_wheelhouse() -> Path:
     """MindSpore and a project's requirements as aarch64 wheels, cached by what was asked."""
-    spec = [PIN, "numpy<2", "pyyaml", "pillow", "tqdm"]
+    spec = [PIN, "numpy<2", "pyyaml", "pillow", "tqdm", *SWEEPS]
     digest = hashlib.sha256(" ".join(spec + AARCH64).encode()).hexdigest()[:10]
     dest = CACHE / f"wheelhouse-mindspore-aarch64-{digest}"
     if not (dest / ".complete").exists():

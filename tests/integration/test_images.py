@@ -148,8 +148,11 @@ def assert_the_readmes_docker_run_works(project: Path, tag: str, target: str) ->
 
 def assert_default_output_is_writable(docker_engine: engine.Engine, tag: str, user: str) -> None:
     """A job without an output volume trains into the launchers' default, /app/output, as the
-    image's own user (no --user): the directory must be that user's, not root's."""
-    script = "bash scripts/run_1p.sh -- --smoke && ls output && id -un"
+    image's own user (no --user): the directory must be that user's, not root's. The image
+    has what sweep.py needs."""
+    # Optuna too, with Python's SQLite for its study: the project's sweep runs in the image.
+    script = "bash scripts/run_1p.sh -- --smoke && python -c 'import optuna, sqlite3' && ls output"
+    script += " && id -un"
     spec = engine.ContainerSpec(tag, ["bash", "-c", script])
     result = docker_engine.run(spec, timeout_s=600, on_line=lambda line: None)
     assert result.exit_code == 0, result.log[-30:]

@@ -59,7 +59,10 @@ def test_dependency_context_holds_the_requirements_and_the_wheels_given(
     archive = tarfile.open(fileobj=pack("FROM scratch\n", files).fileobj)
     assert archive.getnames() == ["Dockerfile", "requirements.txt", "wheelhouse/link-to-torch.whl"]
     sent = archive.extractfile("requirements.txt").read()
-    assert sent == (project / "requirements.txt").read_bytes()
+    # requirements.txt, and requirements-sweep.txt's Optuna: the project has sweep.py.
+    assert sent == image_requirements(project).encode()
+    assert sent.startswith((project / "requirements.txt").read_bytes().rstrip(b"\n"))
+    assert sent.endswith((project / "requirements-sweep.txt").read_bytes())
     # A link in a wheelhouse sends the wheel itself.
     member = archive.getmember("wheelhouse/link-to-torch.whl")
     assert member.isfile() and archive.extractfile(member).read() == b"wheel"

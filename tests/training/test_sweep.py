@@ -145,6 +145,25 @@ def test_a_sweep_killed_in_its_third_trial_continues_with_resume_auto(
     assert f"accuracy {best:.6g}" in said
 
 
+@pytest.mark.slow
+def test_a_failed_trial_is_recorded_with_its_line_and_the_sweep_goes_on(
+    pytorch_project: Path, digits_dir: Path, tmp_path: Path
+) -> None:
+    """An lr of 1e6 makes the loss not a number: train.py stops with its error line, the trial is
+    failed with that line, and the other trial runs and is the best."""
+    space = {"space": {"lr": [1.0e6, 0.05]}, "sampler": "grid", "trials": 2, "pruner": "none"}
+    result, out = _sweep(pytorch_project, tmp_path, space, "--trials", "2", digits=digits_dir)
+    said = runs.ok(result)
+    rows = [line.strip("|").split("|") for line in (out / "trials.md").read_text().splitlines()]
+    states = {float(cells[3]): (cells[1].strip(), cells[4].strip()) for cells in rows[2:]}
+    state, note = states[1.0e6]
+    assert state == "failed" and note.startswith("the training loss is "), states
+    assert "try a lower --lr" in note
+    assert states[0.05][0] == "finished"
+    assert "failed: " in said and "(the sweep goes on)" in said
+    assert yaml.safe_load((out / "best.yaml").read_text()) == {"lr": 0.05}
+
+
 @pytest.mark.parametrize(
     ("case", "space", "args", "expected"),
     [

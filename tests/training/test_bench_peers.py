@@ -1,0 +1,44 @@
+"""bench/bench_peers.py --quick: a smoke of its code paths (the peers' environment installed,
+train.py and every peer run once at tiny sizes, the table and the JSON), without timing
+assertions: its figures are benchmarks, not tests (bench/README.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_peers import RUNNERS, TRAIN  # noqa: E402
+
+
+@pytest.mark.slow
+def test_the_peers_bench_runs_train_py_and_every_peer(tmp_path: Path) -> None:
+    figures = tmp_path / "peers.json"
+    # The peers' venv is kept between runs, as the wheelhouses are.
+    env = {**os.environ, "BENCH_PEERS_ENV": str(CACHE / "peers-env")}
+    result = subprocess.run(
+        [sys.executable, "bench/bench_peers.py", "--quick", "--json", str(figures)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    found = json.loads(figures.read_text())
+    assert {"torch", "lightning", "accelerate"} <= found["versions"].keys()
+    runs = found["results"]["32"]
+    assert set(runs) == {TRAIN, *RUNNERS}
+    for name, (run,) in runs.items():
+        assert run["samples_per_s"] > 0 and run["peak_mib"] > 0, name
+        assert 0 < run["first_step"] < run["wall"], (name, run)
+    for name in runs:
+        assert f"| {name} |" in result.stdout

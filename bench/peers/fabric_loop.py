@@ -3,12 +3,11 @@ the DataLoader, fabric.backward."""
 
 from __future__ import annotations
 
-from common import Clock, arguments, loader, model_and_data, optimizer, waiter
+from common import arguments, loader, model_and_data, optimizer, own_loop
 
 if __name__ == "__main__":
     args = arguments(__doc__.splitlines()[0]).parse_args()
     import lightning as L
-    import torch.nn.functional as F
 
     fabric = L.Fabric(
         accelerator="cuda" if args.device == "cuda" else "cpu",
@@ -19,14 +18,5 @@ if __name__ == "__main__":
     net, data = model_and_data(args)
     model, opt = fabric.setup(net, optimizer(net))
     train = fabric.setup_dataloaders(loader(data, args))
-    clock = Clock(waiter(args.device))
-    for _epoch in range(args.epochs):
-        clock.epoch_start()
-        for images, labels in train:
-            clock.step()
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(images), labels)
-            fabric.backward(loss)
-            opt.step()
-        clock.epoch_end(len(train) * args.batch_size)
+    clock = own_loop(model, opt, train, fabric.backward, args)
     clock.report(version=L.__version__)

@@ -195,10 +195,12 @@ def small_wheelhouse(
 
 
 def small_project(options: Options, dest: Path) -> Path:
-    """A committed project whose image needs only the small wheelhouse."""
+    """A committed project whose image needs only the small wheelhouse: its requirements
+    small, and no sweep.py (whose image would carry Optuna)."""
     project = committed_project(options, dest)
     (project / "requirements.txt").write_text(SMALL_REQUIREMENTS)
-    commit_all(project, "small requirements")
+    (project / "sweep.py").unlink()
+    commit_all(project, "small requirements, no sweeps")
     return project
 
 

@@ -145,12 +145,13 @@ def test_plain_docker_build_builds_the_whole_dockerfile_without_gen(
         "import os; print(sorted(os.listdir('/app')))",
     )
     # output/: the launchers' default, made the run-as user's before the code arrives.
-    # eval.py, predict.py and export.py beside train.py; samples/ for the smoke's predict.py.
+    # eval.py, predict.py and export.py beside train.py; samples/ for the smoke's predict.py;
+    # sweep.yaml, and no sweep.py: this project has none (the Dockerfile's wildcard).
     assert listing == str(
         [
             *("config.yaml", "env.sh", "eval.py", "export.py", "launch.py", "output"),
             "predict.py",
-            *("requirements.txt", "samples", "scripts", "src", "train.py"),
+            *("requirements.txt", "samples", "scripts", "src", "sweep.yaml", "train.py"),
         ]
     )
     image = docker_engine.require_image("plain:docker", "just built")

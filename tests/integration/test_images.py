@@ -150,9 +150,9 @@ def assert_default_output_is_writable(docker_engine: engine.Engine, tag: str, us
     """A job without an output volume trains into the launchers' default, /app/output, as the
     image's own user (no --user): the directory must be that user's, not root's. The image
     has what sweep.py needs."""
-    # Optuna too, with Python's SQLite for its study: the project's sweep runs in the image.
-    script = "bash scripts/run_1p.sh -- --smoke && python -c 'import optuna, sqlite3' && ls output"
-    script += " && id -un"
+    # Optuna too, with Python's SQLite for its study: the project's sweep starts in the image.
+    script = "bash scripts/run_1p.sh -- --smoke && python -c 'import optuna, sqlite3'"
+    script += " && python sweep.py --help > /dev/null && ls output && id -un"
     spec = engine.ContainerSpec(tag, ["bash", "-c", script])
     result = docker_engine.run(spec, timeout_s=600, on_line=lambda line: None)
     assert result.exit_code == 0, result.log[-30:]

@@ -5,8 +5,9 @@ ARG FRAMEWORK="mindspore==2.9.0"
 FROM train-template/deps:0123456789abcdef
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
+# sweep.py and sweep.yaml by wildcard: a project without sweeps builds too.
 COPY --chown=train:train requirements.txt config.yaml env.sh train.py eval.py \
-    predict.py export.py launch.py ./
+    predict.py export.py launch.py sweep*.py sweep*.yaml ./
 COPY --chown=train:train src ./src
 COPY --chown=train:train scripts ./scripts
 # A few images to label: the smoke test runs predict.py on them.

@@ -92,8 +92,9 @@ LABEL org.opencontainers.image.base.name="${BASE_IMAGE}" \
 FROM runtime
 # Declared before the copies: a new revision alone changes only the label below.
 ARG REVISION=unknown SOURCE=unknown
+# sweep.py and sweep.yaml by wildcard: a project without sweeps builds too.
 COPY --chown=HwHiAiUser:HwHiAiUser requirements.txt config.yaml env.sh train.py eval.py \
-    predict.py export.py launch.py ./
+    predict.py export.py launch.py sweep*.py sweep*.yaml ./
 COPY --chown=HwHiAiUser:HwHiAiUser src ./src
 COPY --chown=HwHiAiUser:HwHiAiUser scripts ./scripts
 # A few images to label: the smoke test runs predict.py on them.

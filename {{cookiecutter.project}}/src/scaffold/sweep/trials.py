@@ -22,6 +22,7 @@ METRICS = "metrics.jsonl"
 CONSOLE = "console.log"  # the trial's stdout and stderr
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal to this process when its parent exits
 GPU_VISIBLE, NPU_VISIBLE = "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"
+DEVICES = Path("/dev")  # where an Ascend node shows its NPUs (davinci0, davinci1 ...)
 JOB_SHAPE = "MA_VJ_NAME"  # where set, scripts/run_8p.sh reads the ModelArts job's shape
 
 
@@ -90,7 +91,7 @@ class Share:
 def accelerators() -> tuple[str, list[str]]:
     """This node's visible accelerators: Ascend NPUs (their device nodes), else NVIDIA GPUs
     (nvidia-smi's list), each narrowed by its visibility variable; none on a CPU node."""
-    npus = sorted(int(p.name[len("davinci") :]) for p in Path("/dev").glob("davinci[0-9]*"))
+    npus = sorted(int(p.name[len("davinci") :]) for p in DEVICES.glob("davinci[0-9]*"))
     if npus:
         return NPU_VISIBLE, _visible(NPU_VISIBLE, [str(n) for n in npus])
     try:

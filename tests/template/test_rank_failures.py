@@ -122,6 +122,49 @@ def test_root_cause_is_the_first_failure(
     assert result.stdout.strip() == cause
 
 
+# A rank as scripts/rank.sh runs it: train.py's ending says why (a full disk) or not, then the
+# rank is stopped on its way out, as torchrun stops it once its peer (collective broken) exits 1.
+STOPPED_ON_ITS_WAY_OUT = """
+import os, signal, sys
+sys.path.insert(0, os.getcwd())
+from src.scaffold.errors import TrainError
+from src.scaffold.run import ending
+
+def train(argv):
+    if argv:
+        raise TrainError("no space left on the device for ckpt.pt")
+
+ending.main(train, sys.argv[1:])
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+@pytest.mark.parametrize(("says", "recorded"), [(True, 2), (False, 128 + signal.SIGTERM)])
+def test_a_rank_that_said_why_is_recorded_as_a_configuration_error_though_stopped_after(
+    render_project: RenderProject, tmp_path: Path, says: bool, recorded: int
+) -> None:
+    """The launcher's first_failure reads the ends scripts/rank.sh records: a rank stopped after
+    its one line is still the configuration error, which restarts nothing."""
+    project = render_project(target="cuda")
+    records = tmp_path / "ranks"
+    records.mkdir()
+    argv = ["bash", "scripts/rank.sh", sys.executable, "-c", STOPPED_ON_ITS_WAY_OUT]
+    argv += ["--say"] if says else []
+    variables = env(TRAIN_RANK_DIR=str(records), TRAIN_ATTEMPT="0", RANK="0", LOCAL_RANK="0")
+    result = subprocess.run(argv, cwd=project, env=variables, capture_output=True, text=True)
+    # rank.sh ends as recorded: status 2, else the same signal.
+    assert result.returncode == (2 if says else -signal.SIGTERM), (result.returncode, result.stderr)
+    assert (records / "ends").read_text() == f"0 0 0 {recorded}\n"
+    assert ("error: no space left on the device" in result.stderr) is says
+    # Its peer ended first, its collective broken: the launcher names this rank and its 2.
+    (records / "ends").write_text(f"0 1 1 1\n0 0 0 {recorded}\n")
+    script = ". scripts/launch_lib.sh; rank_dir=$1; first_failure 0"
+    first = subprocess.run(
+        ["bash", "-c", script, "bash", records], cwd=project, capture_output=True, text=True
+    )
+    assert first.stdout.strip() == ("0 0 2" if says else "1 1 1"), first.stderr
+
+
 # train.py as the launcher starts it; rank 1 then aborts as a rank did at exit (SIGABRT),
 # once rank 0 has said it finished, so that the outputs are complete.
 ABORT_AFTER_TRAINING = f"""#!{sys.executable}

@@ -5,6 +5,8 @@
 # rank's log could not be written (a full disk). Without TRAIN_RANK_DIR it is COMMAND alone.
 # The rank's end: "ATTEMPT RANK LOCAL_RANK STATUS" appended to TRAIN_RANK_DIR/ends, in the order
 # the ranks ended; its stderr's end: TRAIN_RANK_DIR/tail_ATTEMPT_RANK, once the stream closes.
+# A rank that said why it stops (train.py's one line, exit status 2) makes the file
+# TRAIN_RANK_SAID first: stopped by its launcher on its way out, its end is still recorded as 2.
 set -u
 
 dir=${TRAIN_RANK_DIR:-}
@@ -14,6 +16,7 @@ if [[ -z $dir || ${MS_ROLE:-} == MS_SCHED ]]; then exec "$@"; fi
 attempt=${TRAIN_ATTEMPT:-${TORCHELASTIC_RESTART_COUNT:-0}}
 rank=${RANK:-${RANK_ID:-0}} local_rank=${LOCAL_RANK:-${DEVICE_ID:-0}}
 tail=$dir/tail_${attempt}_$rank
+export TRAIN_RANK_SAID=$dir/said_${attempt}_$rank
 
 # The stream goes on to where stderr went (its log; a failed write there is skipped) and
 # into a pipe whose last lines are kept. The launchers' signals reach this process group:
@@ -30,6 +33,7 @@ trap : INT TERM HUP
 status=0
 "$@" 2>&4 4>&- || status=$?
 exec 4>&-
+if [[ $status -ne 0 && -e $TRAIN_RANK_SAID ]]; then status=2; fi
 printf '%s %s %s %s\n' "$attempt" "$rank" "$local_rank" "$status" >>"$dir/ends"
 if [[ $status -gt 128 && $status -lt 160 ]]; then
     trap - INT TERM HUP

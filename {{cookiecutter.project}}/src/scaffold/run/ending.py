@@ -4,6 +4,7 @@ without the interpreter's teardown of the framework (0.5 s and more on a CPU).""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -40,6 +41,15 @@ def leave(code: int) -> NoReturn:
     os._exit(code)
 
 
+def said(line: str) -> int:
+    """``error: line``, status 2; first, under scripts/rank.sh, the file TRAIN_RANK_SAID: this
+    end stays a configuration error's when the launcher stops the rank on its way out."""
+    with contextlib.suppress(OSError, KeyError):
+        Path(os.environ["TRAIN_RANK_SAID"]).touch()
+    print(f"error: {line}", file=sys.stderr)
+    return 2
+
+
 def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
     """Call ``train(argv)``: an error is one line and status 2, a stop 128 + the signal."""
     debug = DEBUG in argv
@@ -50,8 +60,7 @@ def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
         if debug:
             raise
         # A worker process's error arrives quoted in a longer message: its own line.
-        print(f"error: {guards.unquoted(err) or err}", file=sys.stderr)
-        return 2
+        return said(f"{guards.unquoted(err) or err}")
     except Stopped as err:
         print(f"{err}: the finished epochs' outputs are saved", file=sys.stderr)
         return 128 + err.signum
@@ -59,12 +68,10 @@ def main(train: Callable[[Sequence[str]], None], argv: Sequence[str]) -> int:
         if debug or err.name not in FRAMEWORKS:
             raise
         script = Path(sys.argv[0]).name if sys.argv[0].endswith(".py") else "train.py"
-        print(f"error: {guards.no_module(err.name, sys.executable, script)}", file=sys.stderr)
-        return 2
+        return said(guards.no_module(err.name, sys.executable, script))
     except Exception as err:
         line = None if debug else guards.one_line(err)
         if line is None:
             raise
-        print(f"error: {line} (--debug shows the traceback)", file=sys.stderr)
-        return 2
+        return said(f"{line} (--debug shows the traceback)")
     return 0

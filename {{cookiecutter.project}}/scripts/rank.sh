@@ -10,8 +10,13 @@
 set -u
 
 dir=${TRAIN_RANK_DIR:-}
-# msrun's scheduler runs the same command: it is no rank.
-if [[ -z $dir || ${MS_ROLE:-} == MS_SCHED ]]; then exec "$@"; fi
+[[ -n $dir ]] || exec "$@"
+# msrun's scheduler runs the same command: it is no rank, and holds nothing to save. Its pid
+# (exec keeps it) in TRAIN_RANK_DIR/scheduler: a stopped job does not wait for it.
+if [[ ${MS_ROLE:-} == MS_SCHED ]]; then
+    printf '%s\n' "$$" >"$dir/scheduler"
+    exec "$@"
+fi
 # The attempt: the launcher's count (torchrun's own restarts, where used, count too).
 attempt=${TRAIN_ATTEMPT:-${TORCHELASTIC_RESTART_COUNT:-0}}
 rank=${RANK:-${RANK_ID:-0}} local_rank=${LOCAL_RANK:-${DEVICE_ID:-0}}

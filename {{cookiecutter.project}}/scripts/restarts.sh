@@ -117,11 +117,7 @@ rank_failed() {
 }
 
 # alive PID...: whether one of them (-PGID: a process of that group) is still there.
-alive() {
-    local pid
-    for pid in "$@"; do if kill -0 -- "$pid" 2>/dev/null; then return 0; fi; done
-    return 1
-}
+alive() { kill -0 -- "$@" 2>/dev/null; }  # bash's kill: true when one signal was sent
 
 # watching: called as the job runs; fails where the job must stop now. The launchers' own.
 watching() { :; }
@@ -133,7 +129,7 @@ watching() { :; }
 # watching's failure (a rank failed). Sets job_status to COMMAND's exit status (124 when the
 # node gave up waiting, 1 when watching stopped it).
 watch_job() {
-    local log=$1 waited=0 stopping='' children=() targets=()
+    local log=$1 waited=0 stopping='' children=() targets=() waiting=()
     shift
     : >"$log"
     # Both streams append to LOG (O_APPEND: their lines never overwrite each other).
@@ -155,9 +151,13 @@ watch_job() {
         read -ra children 2>/dev/null <"/proc/$job_pid/task/$job_pid/children" || true
         targets=("-$job_pid" ${children[@]+"${children[@]/#/-}"})
         kill -TERM -- "${targets[@]}" 2>/dev/null || true
+        # The ranks have 10 s to save. msrun's scheduler, in msrun's group (scripts/rank.sh
+        # notes it), has nothing to save and outlives a SIGTERM by a timeout of its own: msrun
+        # itself is waited for, not its group.
+        waiting=("${targets[@]}")
+        if [[ -s ${rank_dir:-}/scheduler ]]; then waiting=("$job_pid" "${targets[@]:1}"); fi
         for ((waited = 0; waited < 50; waited++)); do
-            alive "${targets[@]}" || break
-            sleep 0.2 || true
+            alive "${waiting[@]}" || break; sleep 0.2 || true
         done
         kill -KILL -- "${targets[@]}" 2>/dev/null || true
     fi

@@ -11,12 +11,12 @@ that cannot be installed is one line, and the rest are measured.
 
 Every program runs as a whole process, paired and interleaved: each pair runs train.py and
 every peer once per batch size, in an order rotated pair by pair. Reported per batch size:
-epoch 2's samples/s of train.py divided by the peer's in the same pair (the median over the
-pairs, and the range), the seconds from the process start to the first step (medians), the
-peak resident memory and the whole-process seconds.
+epoch 2's samples/s, train.py's divided by the peer's in the same pair, the seconds from the
+process start to the first step, the peak resident memory and the whole-process seconds: each
+the median over the pairs, and its range (min to max). --tables FILE prints a --json file's.
 
     python bench/bench_peers.py [--pairs 5] [--batch-sizes 32 256] [--repeat-data 20]
-        [--device cpu|cuda] [--peers-env DIR] [--json FILE] [--quick]
+        [--device cpu|cuda] [--peers-env DIR] [--json FILE] [--quick] [--tables FILE]
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ RUNNERS = {
     "accelerate": ("accelerate_loop.py", (), "accelerate"),
     "the bare loop": ("bare.py", (), ""),
 }
+# --quick's: every peer script and every flag, the flags together (a smoke of the code).
+QUICK = (
+    "Lightning Trainer, defaults",
+    "Lightning Trainer, lean, channels_last",
+    "Fabric, channels_last",
+    "accelerate",
+    "the bare loop",
+)
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     versions = {"torch": torch.__version__, **versions}
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
     names = [TRAIN] + [n for n, (_, _, need) in RUNNERS.items() if not need or need in versions]
+    names = [n for n in names if n == TRAIN or not args.quick or n in QUICK]
     project = tb.render_project(work, "peers", framework="pytorch")
     data = tb.write_digits(work / "digits", args.repeat_data).directory
     results: dict[int, dict[str, list[Result]]] = {
@@ -181,31 +190,46 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     return {"versions": versions, "results": results}
 
 
+def spread(values: list[float], digits: int, sign: str = "") -> str:
+    """The median of the pairs' values, and their range (min to max) when there are several."""
+    median = f"{statistics.median(values):{sign}.{digits}f}"
+    if len(values) == 1:
+        return median
+    return f"{median} ({min(values):{sign}.{digits}f} to {max(values):{sign}.{digits}f})"
+
+
 def table(results: dict[str, list[Result]]) -> str:
-    """Markdown: each peer against train.py, pair by pair."""
+    """Markdown: each peer against train.py, pair by pair; each figure its median (min to max)."""
     ours = results[TRAIN]
     lines = [
-        "| program | samples/s (median) | train.py / it (median, range) | first step, s "
-        "| train.py's first step minus its, s | peak MiB | whole process, s |",
+        "| program | samples/s | train.py / it | first step, s | train.py's first step minus "
+        "its, s | peak MiB | whole process, s |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, runs in results.items():
         ratios = [a.samples_per_s / b.samples_per_s for a, b in zip(ours, runs, strict=True)]
         gaps = [a.first_step - b.first_step for a, b in zip(ours, runs, strict=True)]
-        spread = f"({min(ratios):.2f}–{max(ratios):.2f})"
-        ratio = "" if name == TRAIN else f"{statistics.median(ratios):.2f}x {spread}"
-        gap = "" if name == TRAIN else f"{statistics.median(gaps):+.2f}"
         cells = [
             name,
-            f"{statistics.median(r.samples_per_s for r in runs):.0f}",
-            ratio,
-            f"{statistics.median(r.first_step for r in runs):.2f}",
-            gap,
-            f"{statistics.median(r.peak_mib for r in runs):.0f}",
-            f"{statistics.median(r.wall for r in runs):.1f}",
+            spread([r.samples_per_s for r in runs], 0),
+            "" if name == TRAIN else spread(ratios, 2).replace(" (", "x (", 1),
+            spread([r.first_step for r in runs], 2),
+            "" if name == TRAIN else spread(gaps, 2, "+"),
+            spread([r.peak_mib for r in runs], 0),
+            spread([r.wall for r in runs], 1),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def saved(path: Path) -> dict:
+    """What --json wrote, as measure() returns it."""
+    found = json.loads(path.read_text())
+    results = {
+        int(size): {name: [Result(**run) for run in runs] for name, runs in by_name.items()}
+        for size, by_name in found["results"].items()
+    }
+    return {"versions": found["versions"], "results": results}
 
 
 def main() -> None:
@@ -218,14 +242,22 @@ def main() -> None:
     default_env = Path(os.environ.get("BENCH_PEERS_ENV", BENCH / ".peers-env"))
     parser.add_argument("--peers-env", type=Path, default=default_env, help="the peers' venv")
     parser.add_argument("--json", type=Path, help="write every figure here too")
-    parser.add_argument(
-        "--quick", action="store_true", help="a smoke of the code: 1 pair, batch 32, 1 copy"
-    )
+    quick = "a smoke of the code: 1 pair, batch 32, 1 copy, each peer script once"
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--tables", type=Path, help="print the tables of a --json file only")
     args = parser.parse_args()
     if args.quick:
         args.pairs, args.batch_sizes, args.repeat_data = 1, [tb.BATCH_SIZE], 1
     if args.epochs < 2:
         parser.error("--epochs must be at least 2: epoch 2's throughput is the figure")
+    if args.tables:
+        found = saved(args.tables)
+        print("versions: " + ", ".join(f"{k} {v}" for k, v in found["versions"].items()))
+        for size, results in found["results"].items():
+            pairs = len(results[TRAIN])
+            print(f"\nbatch {size}, {pairs} pair(s); each figure the median (min to max)")
+            print(table(results))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         found = measure(args, Path(tmp))
     for size, results in found["results"].items():

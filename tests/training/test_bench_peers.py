@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_peers import RUNNERS, TRAIN  # noqa: E402
+from bench_peers import QUICK, RUNNERS, TRAIN  # noqa: E402
 
 
 @pytest.mark.slow
@@ -36,9 +36,25 @@ def test_the_peers_bench_runs_train_py_and_every_peer(tmp_path: Path) -> None:
     found = json.loads(figures.read_text())
     assert {"torch", "lightning", "accelerate"} <= found["versions"].keys()
     runs = found["results"]["32"]
-    assert set(runs) == {TRAIN, *RUNNERS}
+    assert set(runs) == {TRAIN, *QUICK}
+    # Every peer script, with every flag it takes.
+    assert {RUNNERS[name][0] for name in QUICK} == {script for script, _, _ in RUNNERS.values()}
+    assert {f for name in QUICK for f in RUNNERS[name][1]} == {
+        f for _, flags, _ in RUNNERS.values() for f in flags
+    }
     for name, (run,) in runs.items():
         assert run["samples_per_s"] > 0 and run["peak_mib"] > 0, name
         assert 0 < run["first_step"] < run["wall"], (name, run)
     for name in runs:
         assert f"| {name} |" in result.stdout
+    # The saved figures print the same tables again, measuring nothing.
+    again = subprocess.run(
+        [sys.executable, "bench/bench_peers.py", "--tables", str(figures)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert rows and rows == [line for line in again.stdout.splitlines() if line.startswith("| ")]

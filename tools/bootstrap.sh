@@ -11,7 +11,5 @@ python="${PYTHON:-python3}"
 if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
     "$python" -m venv --clear .venv
 fi
-# Quiet but not silent: a failed install still prints why. No byte-compiling of every file
-# installed (half the install's time): Python compiles the modules it imports, once, as it
-# imports them.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[${extras}]"
+# Quiet but not silent: a failed install still prints why.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"

@@ -164,14 +164,18 @@ def run_peer(
     return Result(figures["samples_per_s"], figures["first_step"], peak, wall)
 
 
+def measured(versions: dict[str, str]) -> list[str]:
+    """train.py and the peers whose package is installed (``versions``), or that need none."""
+    return [TRAIN] + [n for n, (_, _, need) in RUNNERS.items() if not need or need in versions]
+
+
 def measure(args: argparse.Namespace, work: Path) -> dict:
     python, versions = peers_env(args.peers_env)
     import torch
 
     versions = {"torch": torch.__version__, **versions}
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
-    names = [TRAIN] + [n for n, (_, _, need) in RUNNERS.items() if not need or need in versions]
-    names = [n for n in names if n == TRAIN or not args.quick or n in QUICK]
+    names = [n for n in measured(versions) if n == TRAIN or not args.quick or n in QUICK]
     project = tb.render_project(work, "peers", framework="pytorch")
     data = tb.write_digits(work / "digits", args.repeat_data).directory
     results: dict[int, dict[str, list[Result]]] = {

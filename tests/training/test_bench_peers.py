@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TRAIN_TEMPLATE_CACHE", "/var/tmp/train-template-cache"))
 sys.path.insert(0, str(REPO / "bench"))
 
+import bench_peers  # noqa: E402
 from bench_peers import QUICK, RUNNERS, TRAIN  # noqa: E402
 
 
@@ -58,3 +59,19 @@ def test_the_peers_bench_runs_train_py_and_every_peer(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr[-3000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
     assert rows and rows == [line for line in again.stdout.splitlines() if line.startswith("| ")]
+
+
+@pytest.mark.slow
+def test_a_peer_that_cannot_be_installed_is_one_line_and_its_rows_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pip really runs, asked for a release that does not exist."""
+    monkeypatch.setattr(bench_peers, "PACKAGES", {"accelerate": "accelerate>=999"})
+    python, versions = bench_peers.peers_env(tmp_path / "env")
+    assert python.is_file() and versions == {}
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("accelerate: not installable (")
+    assert line.endswith("); its rows are left out")
+    # The runners that need it are not measured: the rest are.
+    assert bench_peers.measured(versions) == [TRAIN, "the bare loop"]
+    assert bench_peers.measured({"accelerate": "1.15.0"}) == [TRAIN, "accelerate", "the bare loop"]

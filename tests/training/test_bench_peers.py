@@ -65,12 +65,13 @@ def test_the_peers_bench_runs_train_py_and_every_peer(tmp_path: Path) -> None:
 def test_a_peer_that_cannot_be_installed_is_one_line_and_its_rows_left_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """pip really runs, asked for a release that does not exist."""
-    monkeypatch.setattr(bench_peers, "PACKAGES", {"accelerate": "accelerate>=999"})
+    """pip really runs, asked for a package that does not exist."""
+    missing = "train-template-no-such-peer"
+    monkeypatch.setattr(bench_peers, "PACKAGES", {missing: f"{missing}==1.0"})
     python, versions = bench_peers.peers_env(tmp_path / "env")
     assert python.is_file() and versions == {}
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("accelerate: not installable (")
+    assert line.startswith(f"{missing}: not installable (")
     assert line.endswith("); its rows are left out")
     # The runners that need it are not measured: the rest are.
     assert bench_peers.measured(versions) == [TRAIN, "the bare loop"]

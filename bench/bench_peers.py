@@ -257,17 +257,15 @@ def main() -> None:
     if args.tables:
         found = saved(args.tables)
         print("versions: " + ", ".join(f"{k} {v}" for k, v in found["versions"].items()))
-        for size, results in found["results"].items():
-            pairs = len(results[TRAIN])
-            print(f"\nbatch {size}, {pairs} pair(s); each figure the median (min to max)")
-            print(table(results))
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
-        found = measure(args, Path(tmp))
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+            found = measure(args, Path(tmp))
+    run = "" if args.tables else f", {args.device}, {args.epochs} epochs"
     for size, results in found["results"].items():
-        print(f"\nbatch {size}, {args.device}, {args.pairs} pair(s), {args.epochs} epochs")
+        pairs = len(results[TRAIN])
+        print(f"\nbatch {size}{run}, {pairs} pair(s); each figure the median (min to max)")
         print(table(results))
-    if args.json:
+    if args.json and not args.tables:
         plain = {
             "versions": found["versions"],
             "results": {
